@@ -1,0 +1,121 @@
+import type { Kysely } from 'kysely';
+import type { Config } from '../config.js';
+import { connectDb } from '../db/connect.js';
+import { migrateToLatest } from '../db/migrate.js';
+import type { Database, NewDeadLetter } from '../db/schema.js';
+import { type LogEventRow, decodeEventValue } from '../events/decode.js';
+import { parseExactJson } from '../events/exact-json.js';
+import { writeBatch } from '../ingest/batch-writer.js';
+import { TenantDirectory } from '../ingest/tenants.js';
+import { type JsonLine, lineTenant, openJsonLines } from './jsonl.js';
+import { startProgress } from './progress.js';
+
+export interface ImportSummary {
+  Imported: number;
+  Duplicates: number;
+  Rejected: number;
+}
+
+/**
+ * `mailtally import <file.jsonl>`: events straight into the log in large batches (two in flight
+ * on Postgres), with the same validation, dedupe and dead-lettering as live ingest.
+ */
+export async function runImport(config: Config, path: string, opts: { apiKeyId: string | undefined; batchSize: number }): Promise<number> {
+  if (opts.apiKeyId !== undefined && !/^[1-9]\d{0,18}$/.test(opts.apiKeyId)) throw new Error('--api-key-id must be a positive integer');
+  const db = await connectDb(config.database, { application: 'mailtally:import' });
+  try {
+    await migrateToLatest(db.kysely);
+    const summary = await importFile(db.kysely, path, { ...opts, pipeline: db.kind === 'postgres' ? 2 : 1 });
+    console.log(JSON.stringify(summary));
+    return summary.Rejected > 0 ? 3 : 0;
+  } finally {
+    await db.close();
+  }
+}
+
+export async function importFile(
+  db: Kysely<Database>,
+  path: string,
+  opts: { apiKeyId: string | undefined; batchSize: number; pipeline: number; quiet?: boolean },
+): Promise<ImportSummary> {
+  const input = openJsonLines(path);
+  const tenants = new TenantDirectory(db, 0);
+  const summary: ImportSummary = { Imported: 0, Duplicates: 0, Rejected: 0 };
+  const progress = opts.quiet === true ? null : startProgress('import', input.size);
+  const inFlight = new Set<Promise<void>>();
+
+  const write = async (lines: JsonLine[]) => {
+    const values = lines.map((l) => parseLine(l.text));
+    const ids = values.map((v) => (v.ok ? lineTenant(v.value, opts.apiKeyId) : null));
+    await tenants.ensureLoaded(ids.filter((id): id is string => id !== null));
+    const rows: LogEventRow[] = [];
+    const letters: NewDeadLetter[] = [];
+    for (const [i, line] of lines.entries()) {
+      const v = values[i] as ParsedLine;
+      const tenant = ids[i] ?? null;
+      const reason = !v.ok
+        ? v.reason
+        : tenant === null
+          ? 'no APIKeyID: pass --api-key-id or put APIKeyID in each event'
+          : !tenants.knows(tenant)
+            ? `unknown APIKeyID ${tenant}`
+            : null;
+      const decoded = reason === null && v.ok && tenant !== null ? decodeEventValue(v.value, { apiKeyId: tenant }, line.text) : null;
+      if (decoded?.ok === true) rows.push(decoded.row);
+      else letters.push(importDeadLetter(line, tenant, reason ?? (decoded?.ok === false ? decoded.reason : 'invalid')));
+    }
+    const outcome = await writeBatch(db, rows, letters, (i, why) => {
+      const row = rows[i] as LogEventRow;
+      return importDeadLetter({ lineNo: 0, text: row.payload }, row.api_key_id, why);
+    });
+    summary.Imported += outcome.inserted.size;
+    summary.Duplicates += rows.length - outcome.inserted.size - outcome.refused.size;
+    summary.Rejected += letters.length + outcome.refused.size;
+    progress?.update(input.bytesRead(), { events: summary.Imported + summary.Duplicates + summary.Rejected });
+  };
+
+  let batch: JsonLine[] = [];
+  let failure: unknown = null;
+  const flush = async () => {
+    while (inFlight.size >= opts.pipeline) await Promise.race(inFlight);
+    if (failure !== null) throw failure;
+    const job = write(batch)
+      .catch((err: unknown) => {
+        failure ??= err;
+      })
+      .finally(() => inFlight.delete(job));
+    inFlight.add(job);
+    batch = [];
+  };
+  try {
+    for await (const line of input.lines) {
+      batch.push(line);
+      if (batch.length >= opts.batchSize) await flush();
+    }
+    if (batch.length > 0) await flush();
+    await Promise.all(inFlight);
+    if (failure !== null) throw failure;
+  } finally {
+    progress?.stop();
+  }
+  return summary;
+}
+
+type ParsedLine = { ok: true; value: unknown } | { ok: false; reason: string };
+
+function parseLine(text: string): ParsedLine {
+  try {
+    return { ok: true, value: parseExactJson(text) };
+  } catch (err) {
+    return { ok: false, reason: `line is not valid JSON (${err instanceof Error ? err.message : String(err)})` };
+  }
+}
+
+function importDeadLetter(line: JsonLine, apiKeyId: string | null, reason: string): NewDeadLetter {
+  return {
+    source: 'import',
+    api_key_id: apiKeyId,
+    reason: line.lineNo > 0 ? `line ${line.lineNo}: ${reason}` : reason,
+    raw: Buffer.from(line.text),
+  };
+}

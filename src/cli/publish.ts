@@ -1,0 +1,120 @@
+import { jetstream } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import type { Config } from '../config.js';
+import { deriveEventId } from '../events/event-id.js';
+import { parseExactJson, stringifyExactJson } from '../events/exact-json.js';
+import { MAX_EVENTS_PER_REQUEST } from '../ingest/http-ingest.js';
+import { type JsonLine, lineTenant, openJsonLines } from './jsonl.js';
+import { startProgress } from './progress.js';
+
+interface PublishSummary {
+  Published: number;
+  Duplicates: number;
+  Skipped: { Line: number; Reason: string }[];
+}
+
+/**
+ * `mailtally publish <file.jsonl>`: a producer. With NATS_URL, one message per event on
+ * `<prefix>.<APIKeyID>.<event>` with Nats-Msg-Id = EventID (derived when absent); without it,
+ * batches to POST /v1/events using MAILTALLY_API_KEY / MAILTALLY_SECRET_KEY.
+ */
+export async function runPublish(config: Config, path: string, opts: { apiKeyId: string | undefined; url: string | undefined }): Promise<number> {
+  const summary = config.nats !== null ? await publishToNats(config, path, opts.apiKeyId) : await publishToHttp(config, path, opts.url);
+  console.log(JSON.stringify(summary));
+  return summary.Skipped.length > 0 ? 3 : 0;
+}
+
+async function publishToNats(config: Config, path: string, apiKeyIdFlag: string | undefined): Promise<PublishSummary> {
+  const nats = config.nats;
+  if (nats === null) throw new Error('NATS_URL is not set');
+  const nc = await connect({ servers: [...nats.servers], name: 'mailtally-publish' });
+  const js = jetstream(nc);
+  const input = openJsonLines(path);
+  const progress = startProgress('publish', input.size);
+  const summary: PublishSummary = { Published: 0, Duplicates: 0, Skipped: [] };
+  const inFlight = new Set<Promise<void>>();
+  try {
+    for await (const line of input.lines) {
+      const target = natsTarget(line, apiKeyIdFlag, nats.subjectPrefix);
+      if (!target.ok) {
+        summary.Skipped.push({ Line: line.lineNo, Reason: target.reason });
+        continue;
+      }
+      while (inFlight.size >= 256) await Promise.race(inFlight);
+      const job = js
+        .publish(target.subject, line.text, { msgID: target.msgId })
+        .then((ack) => {
+          if (ack.duplicate) summary.Duplicates++;
+          else summary.Published++;
+        })
+        .finally(() => inFlight.delete(job));
+      inFlight.add(job);
+      if ((summary.Published & 1023) === 0) progress.update(input.bytesRead(), { events: summary.Published + summary.Duplicates });
+    }
+    await Promise.all(inFlight);
+  } finally {
+    progress.stop();
+    await nc.drain();
+  }
+  return summary;
+}
+
+type Target = { ok: true; subject: string; msgId: string } | { ok: false; reason: string };
+
+function natsTarget(line: JsonLine, apiKeyIdFlag: string | undefined, prefix: string): Target {
+  let value: unknown;
+  try {
+    value = parseExactJson(line.text);
+  } catch {
+    return { ok: false, reason: 'not valid JSON' };
+  }
+  const tenant = lineTenant(value, apiKeyIdFlag);
+  if (tenant === null) return { ok: false, reason: 'no APIKeyID: pass --api-key-id or put APIKeyID in each event' };
+  const event = (value as Record<string, unknown>)['event'];
+  if (typeof event !== 'string' || !/^[a-z]+$/.test(event)) return { ok: false, reason: 'no valid "event" field' };
+  const given = (value as Record<string, unknown>)['EventID'];
+  const msgId = typeof given === 'string' && given !== '' ? given : deriveEventId(tenant, value as Record<string, unknown>);
+  return { ok: true, subject: `${prefix}.${tenant}.${event}`, msgId };
+}
+
+async function publishToHttp(config: Config, path: string, urlFlag: string | undefined): Promise<PublishSummary> {
+  const { apiKey, secretKey } = config.client;
+  if (apiKey === null || secretKey === null) {
+    throw new Error('Without NATS_URL, publish posts to the HTTP ingest: set MAILTALLY_API_KEY and MAILTALLY_SECRET_KEY (from `mailtally keys create`)');
+  }
+  const scheme = config.http.tls !== null ? 'https' : 'http';
+  const base = urlFlag ?? `${scheme}://${config.http.host.includes(':') ? `[${config.http.host}]` : config.http.host}:${config.http.port}`;
+  const auth = `Basic ${Buffer.from(`${apiKey}:${secretKey}`).toString('base64')}`;
+  const input = openJsonLines(path);
+  const progress = startProgress('publish', input.size);
+  const summary: PublishSummary = { Published: 0, Duplicates: 0, Skipped: [] };
+
+  let batch: JsonLine[] = [];
+  const send = async () => {
+    const body = `[${batch.map((l) => l.text).join(',')}]`;
+    const res = await fetch(new URL('/v1/events', base), { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body });
+    const answer = (await res.json().catch(() => null)) as { Accepted?: number; Duplicates?: number; Errors?: { Index: number; Reason: string }[]; ErrorMessage?: string } | null;
+    if (!res.ok || answer === null) throw new Error(`POST /v1/events answered ${res.status}: ${answer?.ErrorMessage ?? res.statusText}`);
+    summary.Published += answer.Accepted ?? 0;
+    summary.Duplicates += answer.Duplicates ?? 0;
+    for (const e of answer.Errors ?? []) summary.Skipped.push({ Line: batch[e.Index]?.lineNo ?? -1, Reason: e.Reason });
+    batch = [];
+    progress.update(input.bytesRead(), { events: summary.Published + summary.Duplicates + summary.Skipped.length });
+  };
+  try {
+    for await (const line of input.lines) {
+      try {
+        stringifyExactJson(parseExactJson(line.text));
+      } catch {
+        summary.Skipped.push({ Line: line.lineNo, Reason: 'not valid JSON' });
+        continue;
+      }
+      batch.push(line);
+      if (batch.length >= MAX_EVENTS_PER_REQUEST) await send();
+    }
+    if (batch.length > 0) await send();
+  } finally {
+    progress.stop();
+  }
+  return summary;
+}

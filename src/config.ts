@@ -1,0 +1,154 @@
+import { resolve } from 'node:path';
+import { z } from 'zod';
+
+/** The only reader of process.env: every setting, validated at start, frozen. */
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'], { message: 'must be true or false' })
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+const int = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, { message: 'must be a whole number' })
+    .transform(Number)
+    .pipe(z.number().int().min(min, { message: `must be at least ${min}` }).max(max, { message: `must be at most ${max}` }));
+
+const url = (protocols: readonly string[]) =>
+  z.string().refine(
+    (v) => {
+      try {
+        return protocols.includes(new URL(v).protocol);
+      } catch {
+        return false;
+      }
+    },
+    { message: `must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}` },
+  );
+
+const natsServers = z
+  .string()
+  .min(1)
+  .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0))
+  .refine((list) => list.every((s) => /^(nats|tls|wss?):\/\/[^\s]+$|^[\w.-]+(:\d+)?$/.test(s)), {
+    message: 'must be a comma-separated list of nats://host:port (or host:port)',
+  });
+
+const retrySchedule = z
+  .string()
+  .transform((v) => v.split(',').map((s) => s.trim()))
+  .refine((parts) => parts.length > 0 && parts.every((p) => /^\d+(\.\d+)?$/.test(p)), {
+    message: 'must be comma-separated seconds, e.g. 5,30,120',
+  })
+  .transform((parts) => parts.map(Number));
+
+const allowList = z
+  .string()
+  .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0));
+
+const natsToken = z.string().regex(/^[A-Za-z0-9_-]+$/, { message: 'may hold only letters, digits, _ and -' });
+
+const envSchema = z.object({
+  DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
+  DATA_DIR: z.string().min(1).default('./data'),
+  NATS_URL: natsServers.optional(),
+  NATS_STREAM: natsToken.default('MAIL_EVENTS'),
+  NATS_SUBJECT_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, { message: 'must be dot-separated tokens, e.g. mail.events' })
+    .default('mail.events'),
+  NATS_CONSUMER: natsToken.default('mailtally-ingest'),
+  PORT: int(0, 65535).default(3000),
+  HOST: z.string().min(1).default('127.0.0.1'),
+  TLS_CERT: z.string().min(1).optional(),
+  TLS_KEY: z.string().min(1).optional(),
+  ALLOW_INSECURE_HTTP: bool.default(false),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  PG_POOL_SIZE: int(2, 200).default(10),
+  INGEST_BATCH_SIZE: int(1, 10_000).default(1000),
+  INGEST_BATCH_WAIT_MS: int(0, 10_000).default(5),
+  INGEST_ACK_WAIT_MS: int(1000, 3_600_000).default(30_000),
+  MAILTALLY_API_KEY: z.string().min(1).optional(),
+  MAILTALLY_SECRET_KEY: z.string().min(1).optional(),
+  WEBHOOK_ALLOWLIST: allowList.default([]),
+  WEBHOOK_RETRY_SCHEDULE: retrySchedule.default([5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800, 28800, 21600]),
+});
+
+export type Env = Record<string, string | undefined>;
+
+export interface Config {
+  readonly database: { readonly kind: 'postgres'; readonly url: string; readonly poolSize: number } | { readonly kind: 'pglite'; readonly dataDir: string };
+  readonly nats: { readonly servers: readonly string[]; readonly stream: string; readonly subjectPrefix: string; readonly consumer: string } | null;
+  readonly http: {
+    readonly port: number;
+    readonly host: string;
+    readonly tls: { readonly certFile: string; readonly keyFile: string } | null;
+    readonly allowInsecureHttp: boolean;
+  };
+  readonly logLevel: string;
+  readonly ingest: { readonly batchSize: number; readonly batchWaitMs: number; readonly ackWaitMs: number };
+  readonly webhooks: { readonly allowList: readonly string[]; readonly retryScheduleSeconds: readonly number[] };
+  /** Credentials the CLI uses when it talks to the HTTP API (`publish` without NATS). */
+  readonly client: { readonly apiKey: string | null; readonly secretKey: string | null };
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Empty strings count as unset, so `PORT=` in a .env file falls back to the default. */
+function withoutEmpty(env: Env): Env {
+  return Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v.trim() !== ''));
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const parsed = envSchema.safeParse(withoutEmpty(env));
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => {
+      const name = String(i.path[0] ?? 'environment');
+      const value = env[name];
+      const shown = name === 'DATABASE_URL' || name.includes('KEY') || value === undefined ? '' : ` (got ${JSON.stringify(value)})`;
+      return `${name} ${i.message}${shown}`;
+    });
+    throw new ConfigError(problems);
+  }
+  const e = parsed.data;
+  const problems: string[] = [];
+  if ((e.TLS_CERT === undefined) !== (e.TLS_KEY === undefined)) {
+    problems.push('TLS_CERT and TLS_KEY must be set together');
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  const config: Config = {
+    database:
+      e.DATABASE_URL !== undefined
+        ? { kind: 'postgres', url: e.DATABASE_URL, poolSize: e.PG_POOL_SIZE }
+        : { kind: 'pglite', dataDir: resolve(e.DATA_DIR) },
+    nats:
+      e.NATS_URL !== undefined
+        ? { servers: e.NATS_URL, stream: e.NATS_STREAM, subjectPrefix: e.NATS_SUBJECT_PREFIX, consumer: e.NATS_CONSUMER }
+        : null,
+    http: {
+      port: e.PORT,
+      host: e.HOST,
+      tls: e.TLS_CERT !== undefined && e.TLS_KEY !== undefined ? { certFile: e.TLS_CERT, keyFile: e.TLS_KEY } : null,
+      allowInsecureHttp: e.ALLOW_INSECURE_HTTP,
+    },
+    logLevel: e.LOG_LEVEL,
+    ingest: { batchSize: e.INGEST_BATCH_SIZE, batchWaitMs: e.INGEST_BATCH_WAIT_MS, ackWaitMs: e.INGEST_ACK_WAIT_MS },
+    webhooks: { allowList: e.WEBHOOK_ALLOWLIST, retryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE },
+    client: { apiKey: e.MAILTALLY_API_KEY ?? null, secretKey: e.MAILTALLY_SECRET_KEY ?? null },
+  };
+  return deepFreeze(config);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object') {
+    for (const v of Object.values(value)) deepFreeze(v);
+    Object.freeze(value);
+  }
+  return value;
+}

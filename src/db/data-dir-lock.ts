@@ -1,0 +1,45 @@
+import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * PGlite is an embedded database: two processes opening the same directory would corrupt it.
+ * A pid file guards the directory and names the holder in the error.
+ */
+export class DataDirInUseError extends Error {
+  constructor(dataDir: string, pid: number) {
+    super(
+      `The embedded database in ${dataDir} is in use by process ${pid} (probably \`mailtally serve\`). ` +
+        'Stop that process first, or run against a shared Postgres by setting DATABASE_URL.',
+    );
+    this.name = 'DataDirInUseError';
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export function acquireDataDirLock(dataDir: string): () => void {
+  const path = join(dataDir, 'mailtally.pid');
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const fd = openSync(path, 'wx');
+      writeSync(fd, String(process.pid));
+      closeSync(fd);
+      return () => rmSync(path, { force: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const holder = Number.parseInt(readFileSync(path, 'utf8'), 10);
+      if (Number.isInteger(holder) && holder !== process.pid && isAlive(holder)) {
+        throw new DataDirInUseError(dataDir, holder);
+      }
+      rmSync(path, { force: true }); // stale: its process is gone
+    }
+  }
+  throw new Error(`Could not lock ${dataDir}`);
+}

@@ -1,0 +1,34 @@
+import { type Kysely, type Migration, type MigrationResult, Migrator } from 'kysely';
+import * as eventLog from './migrations/0001-event-log.js';
+import type { Database } from './schema.js';
+
+/** Every migration, in order. Listed by hand: no file-system discovery at run time. */
+const MIGRATIONS: Record<string, Migration> = {
+  '0001-event-log': eventLog,
+};
+
+export class MigrationError extends Error {
+  constructor(
+    readonly migration: string,
+    cause: unknown,
+  ) {
+    super(`Migration ${migration} failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'MigrationError';
+  }
+}
+
+/** Brings the schema up to date; safe to run from several processes at once. */
+export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResult[]> {
+  const migrator = new Migrator({
+    db,
+    provider: { getMigrations: async () => MIGRATIONS },
+    migrationTableName: 'mailtally_migrations',
+    migrationLockTableName: 'mailtally_migrations_lock',
+  });
+  const { error, results = [] } = await migrator.migrateToLatest();
+  if (error !== undefined) {
+    const failed = results.find((r) => r.status === 'Error');
+    throw new MigrationError(failed?.migrationName ?? 'unknown', error);
+  }
+  return results;
+}

@@ -1,0 +1,91 @@
+import type { ColumnType, Insertable, Selectable } from 'kysely';
+
+/**
+ * The kysely view of the database. int8 columns come back as `bigint` on both drivers
+ * (see connect.ts); numeric(20,0) message ids come back as decimal strings.
+ */
+
+type Int8 = ColumnType<bigint, bigint | number | string, bigint | number | string>;
+type GeneratedInt8 = ColumnType<bigint, never, never>;
+type Timestamp = ColumnType<Date, Date | string, Date | string>;
+/** A timestamp the database fills in (DEFAULT now()). */
+type DefaultTimestamp = ColumnType<Date, Date | string | undefined, Date | string>;
+
+export interface EventsTable {
+  position: GeneratedInt8;
+  event_id: string;
+  api_key_id: Int8;
+  type: string;
+  /** Unix seconds, as sent by the producer. */
+  event_time: Int8;
+  /** numeric(20,0): the 64-bit unsigned MessageID as a decimal string; null for campaign events. */
+  message_id: string | null;
+  email: string | null;
+  recipient_domain: string | null;
+  esp: string | null;
+  campaign_id: Int8;
+  contact_id: Int8;
+  list_id: Int8;
+  sender_id: Int8;
+  sender: string | null;
+  sender_domain: string | null;
+  custom_campaign: string | null;
+  url: string | null;
+  ua_platform: string | null;
+  ua_client: string | null;
+  geo: string | null;
+  hard_bounce: boolean | null;
+  blocked: boolean | null;
+  error_related_to: string | null;
+  error: string | null;
+  state_id: number | null;
+  nats_seq: Int8 | null;
+  recorded_at: DefaultTimestamp;
+  /** The event exactly as received (jsonb keeps 64-bit numbers exact). */
+  payload: ColumnType<unknown, string, never>;
+}
+
+export interface DeadLettersTable {
+  id: GeneratedInt8;
+  received_at: DefaultTimestamp;
+  source: 'nats' | 'http' | 'import';
+  subject: string | null;
+  api_key_id: Int8 | null;
+  nats_seq: Int8 | null;
+  reason: string;
+  raw: Buffer;
+}
+
+export interface CheckpointsTable {
+  name: string;
+  position: Int8;
+  updated_at: DefaultTimestamp;
+}
+
+export interface LeasesTable {
+  name: string;
+  owner: string;
+  expires_at: Timestamp;
+  acquired_at: DefaultTimestamp;
+}
+
+export interface ApiKeysTable {
+  api_key_id: GeneratedInt8;
+  public_key: string;
+  secret_hash: string;
+  read_only: boolean;
+  created_at: DefaultTimestamp;
+  revoked_at: Timestamp | null;
+}
+
+export interface Database {
+  events: EventsTable;
+  dead_letters: DeadLettersTable;
+  checkpoints: CheckpointsTable;
+  leases: LeasesTable;
+  api_keys: ApiKeysTable;
+}
+
+export type EventRow = Selectable<EventsTable>;
+export type NewDeadLetter = Insertable<DeadLettersTable>;
+export type ApiKeyRow = Selectable<ApiKeysTable>;

@@ -1,0 +1,87 @@
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import type https from 'node:https';
+import Fastify, { LogController, type FastifyHttpsOptions, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Config } from '../config.js';
+import { isTransientDbError } from '../db/errors.js';
+import { parseExactJson } from '../events/exact-json.js';
+import type { Logger } from '../logger.js';
+import { ApiError, apiErrors, envelope } from './errors.js';
+
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+
+/**
+ * The HTTP server every role shares: TLS when configured (plain HTTP only on loopback unless the
+ * operator allows it), JSON bodies parsed with 64-bit integers kept exact, and every error —
+ * ours, fastify's, or an unexpected one — answered in Mailjet's envelope without internals.
+ */
+export function createServer(http: Config['http'], log: Logger): FastifyInstance {
+  assertTransportAllowed(http);
+  const options: FastifyServerOptions = {
+    loggerInstance: log,
+    bodyLimit: DEFAULT_BODY_LIMIT,
+    routerOptions: { caseSensitive: false, ignoreTrailingSlash: true },
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: true,
+  };
+  // An HTTPS fastify differs from the plain one only in its server type; routes are the same.
+  const app: FastifyInstance =
+    http.tls !== null
+      ? (Fastify({
+          ...options,
+          https: { cert: readFileSync(http.tls.certFile), key: readFileSync(http.tls.keyFile) },
+        } as unknown as FastifyHttpsOptions<https.Server>) as unknown as FastifyInstance)
+      : Fastify(options);
+
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = typeof body === 'string' ? body : body.toString('utf8');
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, parseExactJson(text));
+    } catch (err) {
+      done(apiErrors.badRequest(`Request body is not valid JSON: ${err instanceof Error ? err.message : String(err)}`), undefined);
+    }
+  });
+
+  app.setNotFoundHandler((req, reply) => {
+    void reply.code(404).send(envelope(404, `Unknown resource: ${req.method} ${req.url.split('?')[0]}`));
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    const e = toApiError(err);
+    if (e.statusCode >= 500) req.log.error({ err, url: req.url }, 'request failed');
+    void reply
+      .code(e.statusCode)
+      .headers(e.headers)
+      .send(envelope(e.statusCode, e.message));
+  });
+  return app;
+}
+
+function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err as { statusCode?: number; code?: string; message?: string };
+  if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ApiError(413, 'Request body is too large');
+  if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new ApiError(415, 'Content-Type is not supported; send application/json');
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    return new ApiError(e.statusCode, e.message ?? 'Bad request');
+  }
+  if (isTransientDbError(err) && typeof e.code === 'string') return apiErrors.unavailable();
+  return apiErrors.internal();
+}
+
+export function isLoopback(host: string): boolean {
+  if (host === 'localhost') return true;
+  if (isIP(host) === 4) return host.startsWith('127.');
+  return host === '::1' || host === '[::1]';
+}
+
+function assertTransportAllowed(http: Config['http']): void {
+  if (http.tls === null && !isLoopback(http.host) && !http.allowInsecureHttp) {
+    throw new Error(
+      `Refusing to serve plain HTTP on ${http.host}: credentials would cross the network in clear. ` +
+        'Set TLS_CERT and TLS_KEY, bind HOST to 127.0.0.1, or set ALLOW_INSECURE_HTTP=true when a TLS-terminating proxy is in front.',
+    );
+  }
+}

@@ -1,0 +1,53 @@
+import type { Kysely } from 'kysely';
+import { describeError, isTransientDbError } from '../db/errors.js';
+import type { Database, NewDeadLetter } from '../db/schema.js';
+import type { LogEventRow } from '../events/decode.js';
+import { appendEvents } from '../log/append.js';
+import { writeDeadLetters } from '../log/dead-letters.js';
+
+export interface BatchOutcome {
+  /** Keys (`api_key_id:event_id`) of the rows that were new. */
+  inserted: Set<string>;
+  /** Rows the database refused for a reason retrying would not fix, by index in `rows`. */
+  refused: Map<number, string>;
+}
+
+/**
+ * Writes one ingest batch: the valid rows into the log and the rejects into dead letters, in one
+ * transaction. Throws only on transient errors (the caller retries the whole batch later).
+ * If the database refuses the batch for a data error, the batch is split so that only the
+ * offending rows are dead-lettered, with the database's reason, and the rest is stored.
+ */
+export async function writeBatch(
+  db: Kysely<Database>,
+  rows: readonly LogEventRow[],
+  deadLetters: readonly NewDeadLetter[],
+  deadLetterFor: (index: number, reason: string) => NewDeadLetter,
+): Promise<BatchOutcome> {
+  try {
+    const { inserted } = await db.transaction().execute(async (trx) => {
+      const result = await appendEvents(trx, rows);
+      await writeDeadLetters(trx, deadLetters);
+      return result;
+    });
+    return { inserted: new Set(inserted), refused: new Map() };
+  } catch (err) {
+    if (isTransientDbError(err)) throw err;
+  }
+
+  const inserted = new Set<string>();
+  const refused = new Map<number, string>();
+  for (const [i, row] of rows.entries()) {
+    try {
+      const result = await appendEvents(db, [row]);
+      for (const key of result.inserted) inserted.add(key);
+    } catch (err) {
+      if (isTransientDbError(err)) throw err;
+      refused.set(i, `refused by the database: ${describeError(err)}`);
+    }
+  }
+  const letters = [...deadLetters, ...[...refused].map(([i, reason]) => deadLetterFor(i, reason))];
+  await writeDeadLetters(db, letters);
+  return { inserted, refused };
+}
+

@@ -1,0 +1,84 @@
+import type { FastifyInstance } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Database, NewDeadLetter } from '../db/schema.js';
+import { type LogEventRow, decodeEventValue } from '../events/decode.js';
+import { stringifyExactJson } from '../events/exact-json.js';
+import { authenticate } from '../http/auth.js';
+import { apiErrors } from '../http/errors.js';
+import type { KeyVerifier } from '../keys/key-store.js';
+import { eventKey } from '../log/append.js';
+import { type BatchOutcome, writeBatch } from './batch-writer.js';
+
+export const MAX_EVENTS_PER_REQUEST = 1000;
+
+export interface IngestSummary {
+  Accepted: number;
+  Duplicates: number;
+  Rejected: number;
+  Errors: { Index: number; Reason: string }[];
+}
+
+/**
+ * POST /v1/events: a JSON array of raw events (at most 1000) for the authenticated key.
+ * Valid events are appended (duplicates skipped), invalid ones dead-lettered, all in one
+ * transaction; the answer says which was which.
+ */
+export function registerHttpIngest(app: FastifyInstance, deps: { db: Kysely<Database>; verifier: KeyVerifier }): void {
+  app.post('/v1/events', { bodyLimit: 16 * 1024 * 1024 }, async (req, reply) => {
+    const principal = await authenticate(req, deps.verifier);
+    if (principal.readOnly) throw apiErrors.forbidden('This API key is read-only: it may not send events.');
+    const body = req.body;
+    if (!Array.isArray(body)) throw apiErrors.badRequest('Request body must be a JSON array of events');
+    if (body.length > MAX_EVENTS_PER_REQUEST) {
+      throw apiErrors.badRequest(`Too many events: ${body.length} in one request, at most ${MAX_EVENTS_PER_REQUEST}`);
+    }
+
+    const rows: LogEventRow[] = [];
+    const rowIndex: number[] = [];
+    const letters: NewDeadLetter[] = [];
+    const errors: IngestSummary['Errors'] = [];
+    const deadLetter = (value: unknown, reason: string): NewDeadLetter => ({
+      source: 'http',
+      api_key_id: principal.apiKeyId,
+      reason,
+      raw: Buffer.from(stringifyExactJson(value)),
+    });
+    for (const [i, value] of body.entries()) {
+      const decoded = decodeEventValue(value, { apiKeyId: principal.apiKeyId });
+      if (decoded.ok) {
+        rows.push(decoded.row);
+        rowIndex.push(i);
+      } else {
+        letters.push(deadLetter(value, decoded.reason));
+        errors.push({ Index: i, Reason: decoded.reason });
+      }
+    }
+
+    let outcome: BatchOutcome;
+    try {
+      outcome = await writeBatch(deps.db, rows, letters, (i, reason) => deadLetter(body[rowIndex[i] as number], reason));
+    } catch (err) {
+      req.log.warn({ err }, 'event log unavailable');
+      throw apiErrors.unavailable('The event log is unavailable; nothing was stored. Retry shortly.');
+    }
+    for (const [i, reason] of outcome.refused) errors.push({ Index: rowIndex[i] as number, Reason: reason });
+    errors.sort((a, b) => a.Index - b.Index);
+
+    // The first occurrence of an event id in the request counts as accepted, the rest as duplicates.
+    let accepted = 0;
+    const seen = new Set<string>();
+    for (const [i, row] of rows.entries()) {
+      const key = eventKey(row.api_key_id, row.event_id);
+      if (outcome.refused.has(i) || seen.has(key)) continue;
+      seen.add(key);
+      if (outcome.inserted.has(key)) accepted++;
+    }
+    const summary: IngestSummary = {
+      Accepted: accepted,
+      Duplicates: rows.length - outcome.refused.size - accepted,
+      Rejected: errors.length,
+      Errors: errors,
+    };
+    return reply.code(200).send(summary);
+  });
+}

@@ -1,0 +1,64 @@
+import { AckPolicy, DeliverPolicy, type JetStreamManager, JetStreamApiError, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { nanos } from '@nats-io/transport-node';
+
+export interface StreamSettings {
+  stream: string;
+  subjectPrefix: string;
+  consumer: string;
+  ackWaitMs: number;
+  maxAckPending: number;
+}
+
+const STREAM_NOT_FOUND = 10059;
+const CONSUMER_NOT_FOUND = 10014;
+
+/**
+ * Creates the stream and the durable ingest consumer when they are missing. The stream keeps a
+ * week of events (Postgres is the source of truth; the stream is the buffer that lets ingest
+ * fall behind, or Postgres be down, without losing anything) and dedupes by Nats-Msg-Id.
+ */
+export async function ensureStreamAndConsumer(jsm: JetStreamManager, s: StreamSettings): Promise<void> {
+  const subjects = [`${s.subjectPrefix}.>`];
+  try {
+    await jsm.streams.info(s.stream);
+  } catch (err) {
+    if (!(err instanceof JetStreamApiError && err.code === STREAM_NOT_FOUND)) throw err;
+    try {
+      await jsm.streams.add({
+        name: s.stream,
+        subjects,
+        storage: StorageType.File,
+        retention: RetentionPolicy.Limits,
+        max_age: nanos(7 * 24 * 3600 * 1000),
+        duplicate_window: nanos(2 * 60 * 1000),
+      });
+    } catch (addErr) {
+      // Another ingest process created it first.
+      if (!(addErr instanceof JetStreamApiError)) throw addErr;
+      await jsm.streams.info(s.stream);
+    }
+  }
+
+  const config = {
+    durable_name: s.consumer,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.All,
+    filter_subject: `${s.subjectPrefix}.>`,
+    ack_wait: nanos(s.ackWaitMs),
+    max_ack_pending: s.maxAckPending,
+    max_deliver: -1,
+  };
+  try {
+    const info = await jsm.consumers.info(s.stream, s.consumer);
+    if (info.config.ack_wait !== config.ack_wait || info.config.max_ack_pending !== config.max_ack_pending) {
+      await jsm.consumers.update(s.stream, s.consumer, { ack_wait: config.ack_wait, max_ack_pending: config.max_ack_pending });
+    }
+  } catch (err) {
+    if (!(err instanceof JetStreamApiError && err.code === CONSUMER_NOT_FOUND)) throw err;
+    try {
+      await jsm.consumers.add(s.stream, config);
+    } catch (addErr) {
+      if (!(addErr instanceof JetStreamApiError)) throw addErr;
+    }
+  }
+}

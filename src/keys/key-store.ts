@@ -1,0 +1,94 @@
+import { createHash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { promisify } from 'node:util';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
+
+/**
+ * API keys: a public key, a secret stored only as a scrypt hash, a numeric APIKeyID (the tenant)
+ * and a read-only flag. Mailjet's clients send them as HTTP Basic user and password.
+ */
+
+const scryptAsync = promisify(scrypt) as (password: string, salt: Buffer, keylen: number, options: { N: number; r: number; p: number }) => Promise<Buffer>;
+const PARAMS = { N: 16_384, r: 8, p: 1 } as const;
+const KEY_LENGTH = 32;
+
+export interface CreatedApiKey {
+  APIKeyID: string;
+  ApiKey: string;
+  SecretKey: string;
+  ReadOnly: boolean;
+}
+
+export interface Principal {
+  apiKeyId: string;
+  readOnly: boolean;
+}
+
+export async function hashSecret(secret: string): Promise<string> {
+  const salt = randomBytes(16);
+  const hash = await scryptAsync(secret, salt, KEY_LENGTH, PARAMS);
+  return `scrypt$${PARAMS.N}$${PARAMS.r}$${PARAMS.p}$${salt.toString('base64')}$${hash.toString('base64')}`;
+}
+
+export async function verifySecret(secret: string, stored: string): Promise<boolean> {
+  const [scheme, n, r, p, salt, hash] = stored.split('$');
+  if (scheme !== 'scrypt' || salt === undefined || hash === undefined) return false;
+  const expected = Buffer.from(hash, 'base64');
+  const actual = await scryptAsync(secret, Buffer.from(salt, 'base64'), expected.length, { N: Number(n), r: Number(r), p: Number(p) });
+  return timingSafeEqual(actual, expected);
+}
+
+export async function createApiKey(db: Kysely<Database>, opts: { readOnly?: boolean } = {}): Promise<CreatedApiKey> {
+  const publicKey = randomBytes(16).toString('hex');
+  const secret = randomBytes(16).toString('hex');
+  const readOnly = opts.readOnly ?? false;
+  const row = await db
+    .insertInto('api_keys')
+    .values({ public_key: publicKey, secret_hash: await hashSecret(secret), read_only: readOnly })
+    .returning('api_key_id')
+    .executeTakeFirstOrThrow();
+  return { APIKeyID: row.api_key_id.toString(), ApiKey: publicKey, SecretKey: secret, ReadOnly: readOnly };
+}
+
+export async function countApiKeys(db: Kysely<Database>): Promise<number> {
+  const row = await db.selectFrom('api_keys').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/**
+ * Checks Basic credentials. Verified pairs are remembered for `ttlMs` (keyed by a hash of the
+ * secret, never the secret) so that scrypt does not dominate every request; failures are not
+ * cached, and a revoked key stops working when its entry expires.
+ */
+export class KeyVerifier {
+  readonly #cache = new Map<string, { principal: Principal; expires: number }>();
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly ttlMs = 60_000,
+    private readonly maxEntries = 10_000,
+  ) {}
+
+  async verify(publicKey: string, secret: string): Promise<Principal | null> {
+    const cacheKey = `${publicKey}:${createHash('sha256').update(secret).digest('base64')}`;
+    const hit = this.#cache.get(cacheKey);
+    if (hit !== undefined && hit.expires > Date.now()) return hit.principal;
+
+    const row = await this.db
+      .selectFrom('api_keys')
+      .select(['api_key_id', 'secret_hash', 'read_only'])
+      .where('public_key', '=', publicKey)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    // Unknown keys still pay for one hash, so timing does not tell which public keys exist.
+    const ok = await verifySecret(secret, row?.secret_hash ?? DUMMY_HASH);
+    if (row === undefined || !ok) return null;
+
+    const principal = { apiKeyId: row.api_key_id.toString(), readOnly: row.read_only };
+    if (this.#cache.size >= this.maxEntries) this.#cache.clear();
+    this.#cache.set(cacheKey, { principal, expires: Date.now() + this.ttlMs });
+    return principal;
+  }
+}
+
+const DUMMY_HASH = `scrypt$${PARAMS.N}$${PARAMS.r}$${PARAMS.p}$${Buffer.alloc(16).toString('base64')}$${Buffer.alloc(KEY_LENGTH).toString('base64')}`;

@@ -1,0 +1,28 @@
+import { type Kysely, sql } from 'kysely';
+import type { Database } from '../db/schema.js';
+
+/** Named positions in the log (one per projection, one for the dispatcher). */
+export async function readCheckpoint(db: Kysely<Database>, name: string): Promise<bigint> {
+  const row = await db.selectFrom('checkpoints').select('position').where('name', '=', name).executeTakeFirst();
+  return row?.position ?? 0n;
+}
+
+/**
+ * Moves a checkpoint from `expected` to `next`, in the caller's transaction. Returns false when
+ * someone else moved it first (a second runner): the caller must roll back its batch.
+ */
+export async function advanceCheckpoint(db: Kysely<Database>, name: string, expected: bigint, next: bigint): Promise<boolean> {
+  const result = await sql`
+    INSERT INTO checkpoints (name, position, updated_at) VALUES (${name}, ${next}, now())
+    ON CONFLICT (name) DO UPDATE SET position = excluded.position, updated_at = excluded.updated_at
+    WHERE checkpoints.position = ${expected}`.execute(db);
+  return (result.numAffectedRows ?? 0n) === 1n;
+}
+
+export async function listCheckpoints(db: Kysely<Database>): Promise<{ name: string; position: bigint; updated_at: Date }[]> {
+  return db.selectFrom('checkpoints').select(['name', 'position', 'updated_at']).orderBy('name').execute();
+}
+
+export async function resetCheckpoint(db: Kysely<Database>, name: string): Promise<void> {
+  await db.deleteFrom('checkpoints').where('name', '=', name).execute();
+}

@@ -1,0 +1,27 @@
+import { type Kysely, sql } from 'kysely';
+import type { Database, NewDeadLetter } from '../db/schema.js';
+
+/** Input that failed validation: kept with its reason, never lost, never blocking the stream. */
+export async function writeDeadLetters(db: Kysely<Database>, letters: readonly NewDeadLetter[]): Promise<void> {
+  if (letters.length === 0) return;
+  await db
+    .insertInto('dead_letters')
+    .values([...letters])
+    // A NATS redelivery of the same poison message is stored once.
+    .onConflict((oc) => oc.column('nats_seq').where('source', '=', 'nats').doNothing())
+    .execute();
+}
+
+export async function listDeadLetters(db: Kysely<Database>, opts: { limit: number; newestFirst?: boolean }) {
+  return db
+    .selectFrom('dead_letters')
+    .select(['id', 'received_at', 'source', 'subject', 'api_key_id', 'nats_seq', 'reason', 'raw'])
+    .orderBy('id', opts.newestFirst === true ? 'desc' : 'asc')
+    .limit(opts.limit)
+    .execute();
+}
+
+export async function countDeadLetters(db: Kysely<Database>): Promise<number> {
+  const row = await db.selectFrom('dead_letters').select(sql<string>`count(*)`.as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}

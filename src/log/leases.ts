@@ -1,0 +1,33 @@
+import { type Kysely, sql } from 'kysely';
+import type { Database } from '../db/schema.js';
+
+/**
+ * Leases: "one active instance" for a named job. An owner holds a lease until it expires; it
+ * renews well before that. A second process cannot take it while the first keeps renewing, and
+ * takes it over once the first stops (crash included) and the lease runs out.
+ */
+export async function tryAcquireLease(db: Kysely<Database>, name: string, owner: string, ttlMs: number): Promise<boolean> {
+  const result = await sql<{ owner: string }>`
+    INSERT INTO leases (name, owner, expires_at, acquired_at)
+    VALUES (${name}, ${owner}, now() + make_interval(secs => ${ttlMs / 1000}), now())
+    ON CONFLICT (name) DO UPDATE
+      SET owner = excluded.owner, expires_at = excluded.expires_at,
+          acquired_at = CASE WHEN leases.owner = excluded.owner THEN leases.acquired_at ELSE excluded.acquired_at END
+      WHERE leases.owner = excluded.owner OR leases.expires_at < now()
+    RETURNING owner`.execute(db);
+  return result.rows.length === 1;
+}
+
+export async function releaseLease(db: Kysely<Database>, name: string, owner: string): Promise<void> {
+  await db.deleteFrom('leases').where('name', '=', name).where('owner', '=', owner).execute();
+}
+
+export async function leaseHolder(db: Kysely<Database>, name: string): Promise<{ owner: string; expires_at: Date } | null> {
+  const row = await db
+    .selectFrom('leases')
+    .select(['owner', 'expires_at'])
+    .where('name', '=', name)
+    .where('expires_at', '>', sql<Date>`now()`)
+    .executeTakeFirst();
+  return row ?? null;
+}

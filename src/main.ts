@@ -1,0 +1,119 @@
+import { type NatsConnection, connect } from '@nats-io/transport-node';
+import type { FastifyInstance } from 'fastify';
+import type { Config } from './config.js';
+import { type Db, connectDb } from './db/connect.js';
+import { migrateToLatest } from './db/migrate.js';
+import { registerHttpIngest } from './ingest/http-ingest.js';
+import { NatsIngest } from './ingest/nats-ingest.js';
+import { TenantDirectory } from './ingest/tenants.js';
+import { createServer } from './http/server.js';
+import { registerStatusRoute } from './http/status-route.js';
+import { KeyVerifier, countApiKeys, createApiKey } from './keys/key-store.js';
+import type { Logger } from './logger.js';
+
+/** Composition root: config → db → nats → the roles asked for. */
+
+export const ALL_ROLES = ['api', 'ingest', 'projector', 'dispatcher'] as const;
+export type Role = (typeof ALL_ROLES)[number];
+/** Roles this build can run; the others are refused with a clear message. */
+export const AVAILABLE_ROLES: readonly Role[] = ['api', 'ingest'];
+
+export interface Service {
+  readonly db: Db;
+  readonly http: FastifyInstance | null;
+  readonly natsIngest: NatsIngest | null;
+  /** The address the HTTP server listens on, e.g. http://127.0.0.1:3000. */
+  readonly url: string | null;
+  stop(): Promise<void>;
+}
+
+export function parseRoles(text: string): Role[] {
+  const roles = [...new Set(text.split(',').map((r) => r.trim()).filter((r) => r.length > 0))];
+  if (roles.length === 0) throw new Error(`--roles needs at least one of ${ALL_ROLES.join(', ')}`);
+  for (const r of roles) {
+    if (!(ALL_ROLES as readonly string[]).includes(r)) throw new Error(`Unknown role "${r}"; roles are ${ALL_ROLES.join(', ')}`);
+    if (!AVAILABLE_ROLES.includes(r as Role)) throw new Error(`Role "${r}" is not available in this version of mailtally`);
+  }
+  return roles as Role[];
+}
+
+export async function startService(config: Config, roles: readonly Role[], log: Logger): Promise<Service> {
+  const db = await connectDb(config.database, { application: `mailtally:${roles.join('+')}` });
+  const cleanup: (() => Promise<void>)[] = [() => db.close()];
+  try {
+    await migrateToLatest(db.kysely);
+    if (db.kind === 'pglite') await ensureFirstKey(db, log);
+
+    let nc: NatsConnection | null = null;
+    let natsIngest: NatsIngest | null = null;
+    if (roles.includes('ingest') && config.nats !== null) {
+      nc = await connect({ servers: [...config.nats.servers], name: 'mailtally-ingest', maxReconnectAttempts: -1, reconnectTimeWait: 1000 });
+      const conn = nc;
+      cleanup.unshift(() => conn.drain());
+      natsIngest = new NatsIngest(
+        nc,
+        db.kysely,
+        new TenantDirectory(db.kysely),
+        {
+          stream: config.nats.stream,
+          subjectPrefix: config.nats.subjectPrefix,
+          consumer: config.nats.consumer,
+          ackWaitMs: config.ingest.ackWaitMs,
+          maxAckPending: config.ingest.batchSize * 8,
+          batchSize: config.ingest.batchSize,
+          batchWaitMs: config.ingest.batchWaitMs,
+          pipeline: 2,
+        },
+        log.child({ role: 'ingest' }),
+      );
+      await natsIngest.start();
+      const ingest = natsIngest;
+      cleanup.unshift(() => ingest.stop());
+    }
+
+    let http: FastifyInstance | null = null;
+    let url: string | null = null;
+    if (roles.includes('api') || roles.includes('ingest')) {
+      http = createServer(config.http, log);
+      const verifier = new KeyVerifier(db.kysely);
+      const ingest = natsIngest;
+      registerStatusRoute(http, { db: db.kysely, roles, extra: () => (ingest !== null ? { ingest: ingest.stats } : {}) });
+      if (roles.includes('ingest')) registerHttpIngest(http, { db: db.kysely, verifier });
+      url = await http.listen({ port: config.http.port, host: config.http.host });
+      const server = http;
+      // Closed first: stop taking requests before the workers drain.
+      cleanup.unshift(() => server.close());
+    }
+
+    log.info({ roles, database: db.kind, nats: config.nats !== null, url }, 'mailtally started');
+    let stopping: Promise<void> | null = null;
+    return {
+      db,
+      http,
+      natsIngest,
+      url,
+      stop: () => (stopping ??= runAll(cleanup)),
+    };
+  } catch (err) {
+    await runAll(cleanup);
+    throw err;
+  }
+}
+
+async function runAll(steps: readonly (() => Promise<void>)[]): Promise<void> {
+  for (const step of steps) {
+    try {
+      await step();
+    } catch {
+      // keep going: every resource gets its chance to close
+    }
+  }
+}
+
+/** Embedded mode, first start: make a key so the newcomer can call the API right away. */
+async function ensureFirstKey(db: Db, log: Logger): Promise<void> {
+  if ((await countApiKeys(db.kysely)) > 0) return;
+  const key = await createApiKey(db.kysely);
+  log.info({ APIKeyID: key.APIKeyID, ApiKey: key.ApiKey }, 'created a first API key (embedded mode); its secret is printed once below');
+  process.stdout.write(`\nFirst API key (save the secret, it is not stored in clear):\n${JSON.stringify(key)}\n\n`);
+}

@@ -1,0 +1,53 @@
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import pg from 'pg';
+
+/**
+ * Where the tests find real Postgres and NATS: DATABASE_URL / NATS_URL when set, else the local
+ * default ports (global-setup.ts starts containers when neither is there and Docker is).
+ */
+export const ADMIN_DATABASE_URL = process.env['DATABASE_URL'] ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const NATS_URL = process.env['NATS_URL'] ?? 'nats://127.0.0.1:4222';
+
+export function reachable(url: string, defaultPort: number, timeoutMs = 1500): Promise<boolean> {
+  const u = new URL(url);
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: u.hostname, port: Number(u.port || defaultPort) });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+export const uniqueName = (prefix: string): string => `${prefix}_${randomBytes(5).toString('hex')}`;
+
+/** A fresh database for one test file; `drop()` removes it (and kills its sessions). */
+export async function createTestDatabase(): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
+  const name = uniqueName('mt_test');
+  const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(ADMIN_DATABASE_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    name,
+    drop: async () => {
+      const c = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
