@@ -26,7 +26,7 @@ export function startProgress(label: string, totalBytes: number): Progress {
       stop: () => bar.stop(),
     };
   }
-  let last = 0;
+  let last = Date.now();
   return {
     update: (bytes, c) => {
       if (Date.now() - last < 5000) return;

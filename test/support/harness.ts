@@ -1,0 +1,66 @@
+import { type Config, loadConfig } from '../../src/config.js';
+import { type Db, connectDb } from '../../src/db/connect.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
+import { createApiKey, type CreatedApiKey } from '../../src/keys/key-store.js';
+import { createLogger } from '../../src/logger.js';
+import { NATS_URL, createTestDatabase, uniqueName } from './services.js';
+
+/** Everything one test file needs: its own database, its own NATS stream and subjects. */
+export interface TestEnv {
+  /** Environment variables that point a mailtally process at this file's database and stream. */
+  env: Record<string, string>;
+  config: Config;
+  db: Db;
+  key: CreatedApiKey;
+  subject: (apiKeyId: string, event: string) => string;
+  cleanup: () => Promise<void>;
+}
+
+export async function createTestEnv(overrides: Record<string, string> = {}): Promise<TestEnv> {
+  const database = await createTestDatabase();
+  const suffix = uniqueName('t').slice(2);
+  const env: Record<string, string> = {
+    DATABASE_URL: database.url,
+    NATS_URL,
+    NATS_STREAM: `T_${suffix}`,
+    NATS_SUBJECT_PREFIX: `t${suffix}.events`,
+    NATS_CONSUMER: `ingest_${suffix}`,
+    PORT: '0',
+    LOG_LEVEL: 'warn',
+    INGEST_ACK_WAIT_MS: '3000',
+    ...overrides,
+  };
+  const config = loadConfig(env);
+  const db = await connectDb(config.database);
+  await migrateToLatest(db.kysely);
+  const key = await createApiKey(db.kysely);
+  return {
+    env,
+    config,
+    db,
+    key,
+    subject: (apiKeyId, event) => `${env['NATS_SUBJECT_PREFIX']}.${apiKeyId}.${event}`,
+    cleanup: async () => {
+      await db.close();
+      await database.drop();
+    },
+  };
+}
+
+export const quietLogger = () => createLogger('silent');
+
+/** Polls `check` until it returns true, or fails after `timeoutMs` with `what` in the message. */
+export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 20_000, everyMs = 50): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** Rows in the log (and dead letters) right now. */
+export async function countRows(db: Db, table: 'events' | 'dead_letters'): Promise<number> {
+  const row = await db.kysely.selectFrom(table).select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
