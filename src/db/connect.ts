@@ -37,6 +37,7 @@ export async function connectDb(config: Config['database'], opts: { application?
     // A connection dropped by the server (restart, pg_terminate_backend) must not crash the process;
     // the query that was using it fails and is retried by its caller.
     pool.on('error', () => {});
+    pool.on('connect', (client) => client.on('error', () => {}));
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { kysely, kind: 'postgres', pool, close: () => kysely.destroy() };
   }

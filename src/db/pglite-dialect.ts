@@ -1,11 +1,13 @@
 import type { PGlite } from '@electric-sql/pglite';
-import type { DatabaseConnection, Dialect, Driver, TransactionSettings } from 'kysely';
+import type { CompiledQuery, DatabaseConnection, Dialect, Driver, QueryResult, TransactionSettings } from 'kysely';
 import { KyselyPGlite } from 'kysely-pglite';
 
 /**
- * kysely-pglite's dialect with one fix: PGlite is a single session, so two kysely transactions
- * running at once would interleave their statements. A mutex hands the session to one
- * connection holder at a time, the way a pool of size one would.
+ * kysely-pglite's dialect with two fixes:
+ * - PGlite is a single session, so two kysely transactions running at once would interleave
+ *   their statements. A mutex hands the session to one connection holder at a time, the way a
+ *   pool of size one would.
+ * - PGlite reports `affectedRows`; kysely reads `numAffectedRows`.
  */
 export function pgliteDialect(client: PGlite): Dialect {
   const inner = new KyselyPGlite(client).dialect;
@@ -33,7 +35,7 @@ class ExclusiveDriver implements Driver {
     const previous = this.#tail;
     this.#tail = previous.then(() => held);
     await previous;
-    const connection = await this.inner.acquireConnection();
+    const connection = new AffectedRowsConnection(await this.inner.acquireConnection());
     this.#releases.set(connection, release);
     return connection;
   }
@@ -51,7 +53,7 @@ class ExclusiveDriver implements Driver {
   }
 
   async releaseConnection(connection: DatabaseConnection): Promise<void> {
-    await this.inner.releaseConnection(connection);
+    await this.inner.releaseConnection((connection as AffectedRowsConnection).inner);
     const release = this.#releases.get(connection);
     this.#releases.delete(connection);
     release?.();
@@ -59,5 +61,20 @@ class ExclusiveDriver implements Driver {
 
   destroy(): Promise<void> {
     return this.inner.destroy();
+  }
+}
+
+class AffectedRowsConnection implements DatabaseConnection {
+  constructor(readonly inner: DatabaseConnection) {}
+
+  async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    const result = (await this.inner.executeQuery<R>(query)) as QueryResult<R> & { affectedRows?: number };
+    return result.affectedRows !== undefined && result.numAffectedRows === undefined
+      ? { rows: result.rows, numAffectedRows: BigInt(result.affectedRows) }
+      : result;
+  }
+
+  streamQuery<R>(query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
+    return this.inner.streamQuery<R>(query, chunkSize);
   }
 }

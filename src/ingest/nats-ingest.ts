@@ -100,19 +100,24 @@ export class NatsIngest {
       await this.tenants.ensureLoaded(subjects.flatMap((s) => (s.ok ? [s.apiKeyId] : [])));
       const rows: LogEventRow[] = [];
       const rowMessages: JsMsg[] = [];
+      const rowSubjects: ParsedSubject[] = [];
       const letters: NewDeadLetter[] = [];
       const poison: JsMsg[] = [];
       for (const [i, m] of batch.entries()) {
-        const reason = this.#decode(m, subjects[i] as ParsedSubject, rows);
+        const subject = subjects[i] as ParsedSubject;
+        const reason = this.#decode(m, subject, rows);
         if (reason === null) {
           rowMessages.push(m);
+          rowSubjects.push(subject);
         } else {
-          letters.push(natsDeadLetter(m, reason));
+          letters.push(natsDeadLetter(m, reason, subject));
           poison.push(m);
         }
       }
-      const outcome = await writeBatch(this.db, rows, letters, (i, reason) => natsDeadLetter(rowMessages[i] as JsMsg, reason));
       this.stats.received += batch.length;
+      const outcome = await writeBatch(this.db, rows, letters, (i, reason) =>
+        natsDeadLetter(rowMessages[i] as JsMsg, reason, rowSubjects[i] as ParsedSubject),
+      );
       this.#consecutiveFailures = 0;
       this.stats.stored += outcome.inserted.size;
       this.stats.duplicates += rows.length - outcome.inserted.size - outcome.refused.size;
@@ -147,9 +152,9 @@ export class NatsIngest {
   }
 }
 
-function natsDeadLetter(m: JsMsg, reason: string): NewDeadLetter {
-  const apiKeyId = m.subject.split('.').find((t) => /^\d{1,19}$/.test(t));
-  return { source: 'nats', subject: m.subject, nats_seq: m.seq, api_key_id: apiKeyId ?? null, reason, raw: Buffer.from(m.data) };
+function natsDeadLetter(m: JsMsg, reason: string, subject: ParsedSubject): NewDeadLetter {
+  const apiKeyId = subject.ok ? subject.apiKeyId : null;
+  return { source: 'nats', subject: m.subject, nats_seq: m.seq, api_key_id: apiKeyId, reason, raw: Buffer.from(m.data) };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

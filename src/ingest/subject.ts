@@ -1,10 +1,12 @@
+const INT64_MAX = 9_223_372_036_854_775_807n;
+
 export type ParsedSubject = { ok: true; apiKeyId: string; event: string } | { ok: false; reason: string };
 
 /** `<prefix>.<APIKeyID>.<event>` → its tenant and event type. */
 export function parseSubject(subject: string, prefix: string): ParsedSubject {
   const rest = subject.startsWith(`${prefix}.`) ? subject.slice(prefix.length + 1).split('.') : [];
   const [apiKeyId, event] = rest;
-  if (rest.length !== 2 || apiKeyId === undefined || event === undefined || !/^[1-9]\d{0,18}$/.test(apiKeyId)) {
+  if (rest.length !== 2 || apiKeyId === undefined || event === undefined || !/^[1-9]\d{0,18}$/.test(apiKeyId) || BigInt(apiKeyId) > INT64_MAX) {
     return { ok: false, reason: `subject ${subject} is not ${prefix}.<APIKeyID>.<event>` };
   }
   return { ok: true, apiKeyId, event };

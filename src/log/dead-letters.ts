@@ -6,7 +6,7 @@ export async function writeDeadLetters(db: Kysely<Database>, letters: readonly N
   if (letters.length === 0) return;
   await db
     .insertInto('dead_letters')
-    .values([...letters])
+    .values(letters.map((l) => ({ ...l, reason: storableText(l.reason, 2000), subject: l.subject != null ? storableText(l.subject, 1000) : null })))
     // A NATS redelivery of the same poison message is stored once.
     .onConflict((oc) => oc.column('nats_seq').where('source', '=', 'nats').doNothing())
     .execute();
@@ -24,4 +24,10 @@ export async function listDeadLetters(db: Kysely<Database>, opts: { limit: numbe
 export async function countDeadLetters(db: Kysely<Database>): Promise<number> {
   const row = await db.selectFrom('dead_letters').select(sql<string>`count(*)`.as('n')).executeTakeFirstOrThrow();
   return Number(row.n);
+}
+
+/** Text columns cannot hold U+0000 and reasons may quote the bad input: escape it, cap the length. */
+function storableText(text: string, max: number): string {
+  const clean = text.replaceAll('\u0000', '\\u0000');
+  return clean.length > max ? `${clean.slice(0, max)}…` : clean;
 }

@@ -1,0 +1,184 @@
+import { type JetStreamClient, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { type NatsConnection, connect } from '@nats-io/transport-node';
+import { sql } from 'kysely';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type Db, connectDb } from '../../src/db/connect.js';
+import { NatsIngest, type NatsIngestOptions } from '../../src/ingest/nats-ingest.js';
+import { TenantDirectory } from '../../src/ingest/tenants.js';
+import { readEventsAfter } from '../../src/log/read.js';
+import { BIG_MESSAGE_ID, sampleEvents, withBareMessageId } from '../support/events.js';
+import { type TestEnv, countRows, createTestEnv, quietLogger, waitFor } from '../support/harness.js';
+import { NATS_URL } from '../support/services.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+
+let t: TestEnv;
+let nc: NatsConnection;
+let js: JetStreamClient;
+const running: { ingest: NatsIngest; db: Db | null }[] = [];
+
+function options(): NatsIngestOptions {
+  const nats = t.config.nats;
+  if (nats === null) throw new Error('test env has no NATS');
+  return { stream: nats.stream, subjectPrefix: nats.subjectPrefix, consumer: nats.consumer, ackWaitMs: 3000, maxAckPending: 4000, batchSize: 500, batchWaitMs: 5, pipeline: 2 };
+}
+
+/** Starts an ingest worker; with `db` it writes through that connection (e.g. via a proxy). */
+async function startIngest(db: Db | null = null): Promise<NatsIngest> {
+  const target = db ?? t.db;
+  const ingest = new NatsIngest(nc, target.kysely, new TenantDirectory(target.kysely), options(), quietLogger());
+  await ingest.start();
+  running.push({ ingest, db });
+  return ingest;
+}
+
+async function publish(event: Record<string, unknown> | string, opts: { apiKeyId?: string; msgID?: string; subject?: string } = {}) {
+  const text = typeof event === 'string' ? event : withBareMessageId(event);
+  const type = typeof event === 'string' ? 'open' : String(event['event']);
+  await js.publish(opts.subject ?? t.subject(opts.apiKeyId ?? t.key.APIKeyID, type), text, opts.msgID !== undefined ? { msgID: opts.msgID } : {});
+}
+
+function manyEvents(n: number, tag: string): Record<string, unknown>[] {
+  return Array.from({ length: n }, (_, i) => ({ event: 'open', time: 1_700_000_000 + i, MessageID: String(10n ** 18n + BigInt(i)), email: `u${i}@gmail.com`, EventID: `${tag}-${i}` }));
+}
+
+beforeAll(async () => {
+  t = await createTestEnv();
+  nc = await connect({ servers: NATS_URL });
+  js = jetstream(nc);
+});
+
+afterEach(async () => {
+  for (const r of running.splice(0)) {
+    await r.ingest.stop();
+    await r.db?.close();
+  }
+});
+
+afterAll(async () => {
+  const jsm = await jetstreamManager(nc);
+  await jsm.streams.delete(options().stream).catch(() => undefined);
+  await nc.close();
+  await t.cleanup();
+});
+
+describe('NATS ingest', () => {
+  it('creates the stream, stores every event type, and keeps a 64-bit MessageID exact', async () => {
+    await startIngest();
+    const events = sampleEvents();
+    for (const e of events) await publish(e);
+    await waitFor('all sample events', async () => (await countRows(t.db, 'events')) === events.length);
+    const rows = await readEventsAfter(t.db.kysely, 0n, 100);
+    expect(rows.map((r) => r.type).sort()).toEqual(events.map((e) => String(e['event'])).sort());
+    const sent = rows.find((r) => r.type === 'sent');
+    expect(sent?.message_id).toBe(BIG_MESSAGE_ID);
+    expect(sent?.nats_seq).toBeTypeOf('bigint');
+    const exact = await sql<{ id: string }>`SELECT payload->>'MessageID' AS id FROM events WHERE type = 'sent'`.execute(t.db.kysely);
+    expect(exact.rows[0]?.id).toBe(BIG_MESSAGE_ID);
+  });
+
+  it('stores each event once: published twice, with and without Nats-Msg-Id, and after redelivery', async () => {
+    const before = await countRows(t.db, 'events');
+    const events = manyEvents(300, 'dup');
+    await startIngest();
+    for (const e of events) await publish(e, { msgID: String(e['EventID']) });
+    for (const e of events) await publish(e, { msgID: String(e['EventID']) }); // NATS drops these
+    for (const e of events) await publish(e); // these reach ingest and the unique index drops them
+    await waitFor('the stream to be drained', async () => {
+      const info = await (await jetstreamManager(nc)).consumers.info(options().stream, options().consumer);
+      return info.num_pending === 0 && info.num_ack_pending === 0;
+    });
+    expect(await countRows(t.db, 'events')).toBe(before + events.length);
+  });
+
+  it('dead-letters poison messages with their reason and keeps going', async () => {
+    await startIngest();
+    const deadBefore = await countRows(t.db, 'dead_letters');
+    const eventsBefore = await countRows(t.db, 'events');
+    const valid = manyEvents(20, 'mixed');
+    const poison: [string | Record<string, unknown>, { apiKeyId?: string; subject?: string }, RegExp][] = [
+      ['\u0000\u0001garbage', {}, /not valid JSON/],
+      ['{"event":"open","time":"soon","MessageID":1,"email":"a@b.co"}', {}, /^time: must be Unix seconds/],
+      ['[1,2,3]', {}, /must be a JSON object/],
+      [{ event: 'open', time: 1, MessageID: 1, email: 'a@b.co' }, { apiKeyId: '999999' }, /unknown APIKeyID 999999/],
+      [{ event: 'open', time: 1, MessageID: 1, email: 'a@b.co' }, { subject: `${options().subjectPrefix}.notanid.open` }, /is not .*<APIKeyID>\.<event>/],
+      [{ event: 'click', time: 1, MessageID: 1, email: 'a@b.co' }, {}, /^url: is required/],
+    ];
+    for (const [i, e] of valid.entries()) {
+      await publish(e);
+      const p = i % 3 === 0 ? poison[i / 3] : undefined;
+      if (p !== undefined) await publish(p[0], p[1]);
+    }
+    await js.publish(t.subject(t.key.APIKeyID, 'open'), new Uint8Array([0x7b, 0xff, 0x7d]));
+    await waitFor('valid events stored and poison dead-lettered', async () => {
+      return (await countRows(t.db, 'events')) === eventsBefore + valid.length && (await countRows(t.db, 'dead_letters')) === deadBefore + poison.length + 1;
+    });
+    const letters = await t.db.kysely.selectFrom('dead_letters').select(['reason', 'source', 'subject', 'raw']).where('source', '=', 'nats').execute();
+    for (const [, , reason] of poison) expect(letters.some((l) => reason.test(l.reason))).toBe(true);
+    expect(letters.some((l) => l.reason === 'body is not valid UTF-8' && Buffer.from(l.raw).equals(Buffer.from([0x7b, 0xff, 0x7d])))).toBe(true);
+
+    // still running: more valid events go through
+    for (const e of manyEvents(5, 'after-poison')) await publish(e);
+    await waitFor('events after the poison', async () => (await countRows(t.db, 'events')) === eventsBefore + valid.length + 5);
+  });
+
+  it('loses nothing while Postgres is unreachable, and stores everything once when it is back', async () => {
+    const pgUrl = new URL(t.env['DATABASE_URL'] as string);
+    const proxy = new TcpProxy(pgUrl.hostname, Number(pgUrl.port || 5432));
+    await proxy.start();
+    const viaProxy = new URL(pgUrl);
+    viaProxy.hostname = '127.0.0.1';
+    viaProxy.port = String(proxy.port);
+    const db = await connectDb({ kind: 'postgres', url: viaProxy.toString(), poolSize: 4 });
+    try {
+      const before = await countRows(t.db, 'events');
+      const ingest = await startIngest(db);
+      const events = manyEvents(3000, 'outage');
+      const half = events.length / 2;
+      for (const e of events.slice(0, half)) await publish(e);
+      await waitFor('some events stored before the outage', async () => (await countRows(t.db, 'events')) > before);
+      await proxy.cut();
+      for (const e of events.slice(half)) await publish(e);
+      await waitFor('ingest to notice the outage', async () => ingest.stats.failedBatches > 0);
+      await new Promise((r) => setTimeout(r, 1500));
+      await proxy.restore();
+      await waitFor('every event stored after recovery', async () => (await countRows(t.db, 'events')) === before + events.length, 60_000);
+      const ids = await sql<{ n: string }>`SELECT count(DISTINCT event_id) AS n FROM events WHERE event_id LIKE 'outage-%'`.execute(t.db.kysely);
+      expect(Number(ids.rows[0]?.n)).toBe(events.length);
+    } finally {
+      await proxy.stop();
+    }
+  });
+
+  it('survives its Postgres connections being killed mid-stream', async () => {
+    const before = await countRows(t.db, 'events');
+    const ingest = await startIngest();
+    const events = manyEvents(4000, 'killed');
+    let killed = 0;
+    for (const [i, e] of events.entries()) {
+      await publish(e);
+      if (i % 1000 === 500) {
+        const r = await sql<{ n: number }>`
+          SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND pid <> pg_backend_pid()`.execute(t.db.kysely);
+        killed += r.rows[0]?.n ?? 0;
+      }
+    }
+    await waitFor('every event stored once', async () => (await countRows(t.db, 'events')) === before + events.length, 60_000);
+    expect(killed).toBeGreaterThan(0);
+    const ids = await sql<{ n: string }>`SELECT count(DISTINCT event_id) AS n FROM events WHERE event_id LIKE 'killed-%'`.execute(t.db.kysely);
+    expect(Number(ids.rows[0]?.n)).toBe(events.length);
+    expect(ingest.stats.failedBatches).toBeGreaterThan(0);
+  });
+
+  it('shares the durable consumer between two ingest workers without doubling anything', async () => {
+    const before = await countRows(t.db, 'events');
+    const a = await startIngest();
+    const b = await startIngest();
+    const events = manyEvents(4000, 'two-workers');
+    await Promise.all(events.map((e) => publish(e)));
+    await waitFor('every event stored', async () => (await countRows(t.db, 'events')) === before + events.length);
+    expect(a.stats.received).toBeGreaterThan(0);
+    expect(b.stats.received).toBeGreaterThan(0);
+    expect(a.stats.stored + b.stats.stored).toBe(events.length);
+  });
+});

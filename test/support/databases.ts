@@ -1,0 +1,35 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Db, connectDb } from '../../src/db/connect.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
+import { createTestDatabase } from './services.js';
+
+/** The two databases the log must work on: real Postgres and embedded PGlite. */
+export const DIALECTS = ['postgres', 'pglite'] as const;
+export type Dialect = (typeof DIALECTS)[number];
+
+export async function openMigratedDb(dialect: Dialect): Promise<{ db: Db; cleanup: () => Promise<void> }> {
+  if (dialect === 'postgres') {
+    const database = await createTestDatabase();
+    const db = await connectDb({ kind: 'postgres', url: database.url, poolSize: 10 });
+    await migrateToLatest(db.kysely);
+    return {
+      db,
+      cleanup: async () => {
+        await db.close();
+        await database.drop();
+      },
+    };
+  }
+  const dataDir = mkdtempSync(join(tmpdir(), 'mailtally-pglite-'));
+  const db = await connectDb({ kind: 'pglite', dataDir });
+  await migrateToLatest(db.kysely);
+  return {
+    db,
+    cleanup: async () => {
+      await db.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,57 @@
+import net from 'node:net';
+
+/**
+ * A TCP proxy in front of a real server, to take it "down" for one client without touching the
+ * server (other test files share it): `cut()` drops every connection and refuses new ones,
+ * `restore()` lets them through again.
+ */
+export class TcpProxy {
+  #server: net.Server | null = null;
+  readonly #sockets = new Set<net.Socket>();
+  #port = 0;
+
+  constructor(
+    private readonly targetHost: string,
+    private readonly targetPort: number,
+  ) {}
+
+  get port(): number {
+    return this.#port;
+  }
+
+  async start(port = 0): Promise<number> {
+    const server = net.createServer((client) => {
+      const upstream = net.connect(this.targetPort, this.targetHost);
+      for (const s of [client, upstream]) {
+        this.#sockets.add(s);
+        s.on('close', () => this.#sockets.delete(s));
+        s.on('error', () => {
+          client.destroy();
+          upstream.destroy();
+        });
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+    this.#server = server;
+    this.#port = (server.address() as net.AddressInfo).port;
+    return this.#port;
+  }
+
+  /** The server is "down": open connections reset, new ones refused. */
+  async cut(): Promise<void> {
+    const server = this.#server;
+    this.#server = null;
+    for (const s of this.#sockets) s.destroy();
+    this.#sockets.clear();
+    if (server !== null) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  async restore(): Promise<void> {
+    await this.start(this.#port);
+  }
+
+  async stop(): Promise<void> {
+    await this.cut();
+  }
+}

@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.js';
+
+function problems(env: Record<string, string>): string[] {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    if (err instanceof ConfigError) return [...err.problems];
+    throw err;
+  }
+  return [];
+}
+
+describe('loadConfig', () => {
+  it('defaults to the embedded mode: PGlite in ./data, HTTP ingest, 127.0.0.1:3000', () => {
+    const c = loadConfig({});
+    expect(c.database.kind).toBe('pglite');
+    expect(c.database.kind === 'pglite' && c.database.dataDir.endsWith('/data')).toBe(true);
+    expect(c.nats).toBeNull();
+    expect(c.http).toMatchObject({ port: 3000, host: '127.0.0.1', tls: null, allowInsecureHttp: false });
+    expect(Object.isFrozen(c.http)).toBe(true);
+  });
+
+  it('uses the real servers when both URLs are set', () => {
+    const c = loadConfig({ DATABASE_URL: 'postgres://u@db:5432/x', NATS_URL: 'nats://a:4222,nats://b:4222' });
+    expect(c.database).toMatchObject({ kind: 'postgres', url: 'postgres://u@db:5432/x' });
+    expect(c.nats).toMatchObject({ servers: ['nats://a:4222', 'nats://b:4222'], stream: 'MAIL_EVENTS', subjectPrefix: 'mail.events' });
+  });
+
+  it('reports every bad value by name, all at once', () => {
+    const found = problems({
+      PORT: 'abc',
+      DATABASE_URL: 'mysql://x',
+      LOG_LEVEL: 'loud',
+      WEBHOOK_RETRY_SCHEDULE: '5,soon',
+      INGEST_BATCH_SIZE: '0',
+      ALLOW_INSECURE_HTTP: 'maybe',
+      NATS_SUBJECT_PREFIX: 'mail..events',
+    });
+    expect(found).toHaveLength(7);
+    for (const name of ['PORT', 'DATABASE_URL', 'LOG_LEVEL', 'WEBHOOK_RETRY_SCHEDULE', 'INGEST_BATCH_SIZE', 'ALLOW_INSECURE_HTTP', 'NATS_SUBJECT_PREFIX']) {
+      expect(found.some((p) => p.startsWith(`${name} `))).toBe(true);
+    }
+    expect(found.find((p) => p.startsWith('PORT'))).toBe('PORT must be a whole number (got "abc")');
+  });
+
+  it('never echoes secrets back', () => {
+    const found = problems({ DATABASE_URL: 'nope://user:hunter2@x', PORT: '1' });
+    expect(found.join('\n')).not.toContain('hunter2');
+  });
+
+  it('needs TLS_CERT and TLS_KEY together', () => {
+    expect(problems({ TLS_CERT: '/x.pem' })).toEqual(['TLS_CERT and TLS_KEY must be set together']);
+  });
+
+  it('treats empty values as unset', () => {
+    expect(loadConfig({ PORT: '', DATABASE_URL: ' ' }).http.port).toBe(3000);
+  });
+
+  it('parses the webhook settings', () => {
+    const c = loadConfig({ WEBHOOK_ALLOWLIST: '127.0.0.1/32, hooks.local', WEBHOOK_RETRY_SCHEDULE: '1,2.5,10' });
+    expect(c.webhooks).toEqual({ allowList: ['127.0.0.1/32', 'hooks.local'], retryScheduleSeconds: [1, 2.5, 10] });
+  });
+});

@@ -1,0 +1,133 @@
+import { describe, expect, it } from 'vitest';
+import { type LogEventRow, decodeEventBytes, decodeEventText, decodeEventValue } from '../../../src/events/decode.js';
+import { deriveEventId } from '../../../src/events/event-id.js';
+import { parseExactJson } from '../../../src/events/exact-json.js';
+import { BIG_MESSAGE_ID, sampleEvents, withBareMessageId } from '../../support/events.js';
+
+const ctx = { apiKeyId: '42' };
+
+function accept(text: string): LogEventRow {
+  const result = decodeEventText(text, ctx);
+  if (!result.ok) throw new Error(`rejected: ${result.reason}`);
+  return result.row;
+}
+
+function reject(value: unknown): string {
+  const result = decodeEventText(typeof value === 'string' ? value : JSON.stringify(value), ctx);
+  if (result.ok) throw new Error('accepted');
+  return result.reason;
+}
+
+describe('decodeEvent: every event type in Mailjet payload shapes', () => {
+  for (const event of sampleEvents()) {
+    it(`accepts ${String(event['event'])}`, () => {
+      const row = accept(withBareMessageId(event));
+      expect(row.type).toBe(event['event']);
+      expect(row.api_key_id).toBe('42');
+      expect(row.event_time).toBe(event['time']);
+      expect(row.campaign_id).toBe('7257');
+      if (event['event'] !== 'campaign') expect(row.message_id).toBe(BIG_MESSAGE_ID);
+    });
+  }
+
+  it('keeps a MessageID above 2^53 exact, as a bare number and as a string', () => {
+    const bare = accept('{"event":"sent","time":1,"MessageID":19421777835146490,"email":"a@b.co"}');
+    const text = accept('{"event":"sent","time":1,"MessageID":"19421777835146490","email":"a@b.co"}');
+    expect(bare.message_id).toBe('19421777835146490');
+    expect(text.message_id).toBe('19421777835146490');
+    expect(accept('{"event":"sent","time":1,"MessageID":18446744073709551615,"email":"a@b.co"}').message_id).toBe('18446744073709551615');
+    // the payload is the text as received, so the log's jsonb holds the same digits
+    expect(bare.payload).toContain('19421777835146490');
+  });
+
+  it('enriches at ingest: domain, ESP, user agent, link, bounce state', () => {
+    const [, , , open, click, bounce] = sampleEvents().map((e) => accept(withBareMessageId({ ...e, email: 'Someone@GMail.com' })));
+    expect(open?.recipient_domain).toBe('gmail.com');
+    expect(open?.esp).toBe('Gmail');
+    expect(open?.ua_client).toBe('Apple Mail');
+    expect(open?.ua_platform).toBe('macOS');
+    expect(open?.geo).toBe('US');
+    expect(click?.url).toBe('https://mailjet.com/');
+    expect(bounce?.state_id).toBe(1);
+    expect(bounce?.hard_bounce).toBe(true);
+    expect(bounce?.blocked).toBe(false);
+  });
+
+  it('treats 0 and absent campaign/contact/list/sender ids as none', () => {
+    const row = accept('{"event":"sent","time":1,"MessageID":1,"email":"a@b.co","mj_campaign_id":0}');
+    expect([row.campaign_id, row.contact_id, row.list_id, row.sender_id]).toEqual(['0', '0', '0', '0']);
+  });
+
+  it('keeps unknown extra fields in the payload', () => {
+    const row = accept('{"event":"sent","time":1,"MessageID":1,"email":"a@b.co","x_custom":{"deep":[1,2]}}');
+    expect(JSON.parse(row.payload)).toMatchObject({ x_custom: { deep: [1, 2] } });
+  });
+});
+
+describe('decodeEvent: bad payloads are rejected with a precise reason', () => {
+  const base = { event: 'open', time: 1_700_000_000, MessageID: 1, email: 'a@b.co' };
+  const cases: [string, unknown, RegExp][] = [
+    ['garbage bytes', '\u0001\u0002not json', /not valid JSON/],
+    ['an array', [base], /must be a JSON object/],
+    ['no event', { ...base, event: undefined }, /^event: is required/],
+    ['unknown event', { ...base, event: 'delivered' }, /^event: must be one of sent, open/],
+    ['no time', { ...base, time: undefined }, /^time: is required/],
+    ['time as text', { ...base, time: 'yesterday' }, /^time: must be Unix seconds/],
+    ['fractional time', { ...base, time: 1.5 }, /^time: must be Unix seconds/],
+    ['no MessageID', { ...base, MessageID: undefined }, /^MessageID: is required/],
+    ['negative MessageID', { ...base, MessageID: -1 }, /^MessageID: must be a 64-bit unsigned integer/],
+    ['MessageID past 2^64', { ...base, MessageID: '18446744073709551616' }, /^MessageID: must be a 64-bit unsigned integer/],
+    ['MessageID as a word', { ...base, MessageID: 'abc' }, /^MessageID: .*got "abc"/],
+    ['no email', { ...base, email: undefined }, /^email: is required/],
+    ['email without @', { ...base, email: 'nobody' }, /^email: must be an email address/],
+    ['click without url', { ...base, event: 'click' }, /^url: is required/],
+    ['bounce with a text boolean', { ...base, event: 'bounce', hard_bounce: 'yes' }, /^hard_bounce:/],
+    ['campaign without id', { event: 'campaign', time: 1 }, /^mj_campaign_id: is required/],
+    ['campaign id 0', { event: 'campaign', time: 1, mj_campaign_id: 0 }, /^mj_campaign_id: must not be 0/],
+    ['EventID too long', { ...base, EventID: 'x'.repeat(129) }, /^EventID: is longer than 128/],
+    ['NUL character', { ...base, agent: 'a\u0000b' }, /NUL character/],
+    ['another tenant', { ...base, APIKeyID: 7 }, /^APIKeyID: 7 does not match the sender's API key 42/],
+  ];
+  for (const [name, value, reason] of cases) {
+    it(`rejects ${name}`, () => {
+      expect(reject(value)).toMatch(reason);
+    });
+  }
+
+  it('rejects bytes that are not UTF-8', () => {
+    const result = decodeEventBytes(new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]), ctx);
+    expect(result).toEqual({ ok: false, reason: 'body is not valid UTF-8' });
+  });
+
+  it('rejects an event whose type differs from its NATS subject', () => {
+    const result = decodeEventText(JSON.stringify(base), { ...ctx, subjectEvent: 'click' });
+    expect(result.ok ? '' : result.reason).toMatch(/does not match the subject's event "click"/);
+  });
+});
+
+describe('EventID', () => {
+  it('uses the producer EventID when given', () => {
+    expect(accept('{"event":"sent","time":1,"MessageID":1,"email":"a@b.co","EventID":"evt-1"}').event_id).toBe('evt-1');
+  });
+
+  it('derives the same id whatever the key order or id spelling', () => {
+    const a = accept('{"event":"sent","time":1,"MessageID":19421777835146490,"email":"a@b.co","mj_campaign_id":5}');
+    const b = accept('{"mj_campaign_id":"5","email":"a@b.co","MessageID":"19421777835146490","time":1,"event":"sent"}');
+    expect(a.event_id).toBe(b.event_id);
+    expect(a.event_id).toMatch(/^h:[A-Za-z0-9_-]{32}$/);
+  });
+
+  it('derives different ids for different events and different tenants', () => {
+    const raw = parseExactJson('{"event":"open","time":1,"MessageID":1,"email":"a@b.co"}') as Record<string, unknown>;
+    expect(deriveEventId('1', raw)).not.toBe(deriveEventId('2', raw));
+    expect(deriveEventId('1', raw)).not.toBe(deriveEventId('1', { ...raw, time: 2 }));
+    // the APIKeyID field itself does not change the id (the tenant is already in it)
+    expect(deriveEventId('1', raw)).toBe(deriveEventId('1', { ...raw, APIKeyID: 1 }));
+  });
+
+  it('decodeEventValue writes bigints back as bare integers in the payload', () => {
+    const value = parseExactJson('{"event":"sent","time":1,"MessageID":19421777835146490,"email":"a@b.co"}');
+    const result = decodeEventValue(value, ctx);
+    expect(result.ok && result.row.payload).toBe('{"event":"sent","time":1,"MessageID":19421777835146490,"email":"a@b.co"}');
+  });
+});
