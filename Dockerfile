@@ -1,0 +1,13 @@
+FROM node:20-bookworm-slim
+WORKDIR /app
+ENV NODE_ENV=production
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund
+COPY bin ./bin
+COPY src ./src
+COPY projections ./projections
+COPY tsconfig.json ./
+USER node
+EXPOSE 3000
+ENTRYPOINT ["node", "bin/mailtally.js"]
+CMD ["serve"]
