@@ -1,13 +1,32 @@
 import { isInteger, isSafeNumber, parse as losslessParse, stringify as losslessStringify } from 'lossless-json';
 
 /**
- * JSON with 64-bit integers kept exact. Native JSON.parse is used when it is safe (no integer
- * beyond 2^53 anywhere in the document); otherwise the document is parsed again losslessly and
- * such integers come back as `bigint`.
+ * JSON with 64-bit integers kept exact: integers beyond 2^53 come back as `bigint`.
+ *
+ * Native JSON.parse does the work. When it rounded some integer (a real Mailjet MessageID
+ * usually is one), a top-level field's exact digits are read back from the text — the key
+ * appears once, unescaped, as `"Key": digits`; anything less clear-cut (nested big integers,
+ * a key seen twice) is parsed again, slowly, by lossless-json.
  */
 export function parseExactJson(text: string): unknown {
-  const fast: unknown = JSON.parse(text);
-  return hasUnsafeNumber(fast) ? losslessParse(text, null, parseNumber) : fast;
+  const value: unknown = JSON.parse(text);
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.some(hasUnsafeNumber) ? parseLossless(text) : value;
+
+  const obj = value as Record<string, unknown>;
+  for (const key of Object.keys(obj)) {
+    const v = obj[key];
+    if (typeof v === 'number') {
+      if (Number.isInteger(v) && !Number.isSafeInteger(v)) {
+        const exact = exactTopLevelInteger(text, key, v);
+        if (exact === null) return parseLossless(text);
+        obj[key] = exact;
+      }
+    } else if (v !== null && typeof v === 'object' && hasUnsafeNumber(v)) {
+      return parseLossless(text);
+    }
+  }
+  return obj;
 }
 
 /** JSON text for a value that may hold bigints (written as bare integers). */
@@ -15,6 +34,18 @@ export function stringifyExactJson(value: unknown): string {
   const text = losslessStringify(value);
   if (text === undefined) throw new TypeError('value cannot be written as JSON');
   return text;
+}
+
+function exactTopLevelInteger(text: string, key: string, rounded: number): bigint | null {
+  const needle = `"${key}"`;
+  const at = text.indexOf(needle);
+  if (at < 0 || text.indexOf(needle, at + needle.length) >= 0) return null;
+  const digits = /^\s*:\s*(-?\d+)\s*[,}]/.exec(text.slice(at + needle.length, at + needle.length + 64))?.[1];
+  return digits !== undefined && Number(digits) === rounded ? BigInt(digits) : null;
+}
+
+function parseLossless(text: string): unknown {
+  return losslessParse(text, null, parseNumber);
 }
 
 /** Exact numbers stay numbers; only integers a double cannot hold become bigints. */

@@ -1,0 +1,35 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parseExactJson, stringifyExactJson } from '../../../src/events/exact-json.js';
+
+describe('parseExactJson', () => {
+  it('keeps integers above 2^53 exact, at the top level and nested', () => {
+    expect(parseExactJson('{"MessageID":19421777835146490,"time":1}')).toEqual({ MessageID: 19421777835146490n, time: 1 });
+    expect(parseExactJson('{"a":{"b":[18446744073709551615]}}')).toEqual({ a: { b: [18446744073709551615n] } });
+    expect(parseExactJson('[9007199254740993, 1.5]')).toEqual([9007199254740993n, 1.5]);
+  });
+
+  it('is not fooled by the key appearing inside a string or twice', () => {
+    const tricky = '{"Payload":"{\\"MessageID\\": 1}","MessageID":19421777835146490}';
+    expect(parseExactJson(tricky)).toEqual({ Payload: '{"MessageID": 1}', MessageID: 19421777835146490n });
+    const nested = '{"x":{"MessageID":19421777835146491},"MessageID":19421777835146490}';
+    expect(parseExactJson(nested)).toEqual({ x: { MessageID: 19421777835146491n }, MessageID: 19421777835146490n });
+  });
+
+  it('leaves safe numbers and non-integers as numbers', () => {
+    expect(parseExactJson('{"a":9007199254740991,"b":1e300,"c":-0.5}')).toEqual({ a: 9007199254740991, b: 1e300, c: -0.5 });
+  });
+
+  it('round-trips any 64-bit unsigned id, whatever the surrounding fields', () => {
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), fc.string(), fc.boolean(), (id, s, first) => {
+        const text = first ? `{"MessageID":${id},"s":${JSON.stringify(s)}}` : `{"s":${JSON.stringify(s)}, "MessageID" : ${id} }`;
+        const parsed = parseExactJson(text) as Record<string, unknown>;
+        expect(BigInt(parsed['MessageID'] as number | bigint)).toBe(id);
+        expect(parsed['s']).toBe(s);
+        expect(stringifyExactJson(parsed)).toContain(`"MessageID":${id}`);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
