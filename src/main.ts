@@ -8,7 +8,7 @@ import { NatsIngest } from './ingest/nats-ingest.js';
 import { TenantDirectory } from './ingest/tenants.js';
 import { createServer } from './http/server.js';
 import { registerStatusRoute } from './http/status-route.js';
-import { KeyVerifier, countApiKeys, createApiKey } from './keys/key-store.js';
+import { KeyVerifier, countApiKeys, createApiKey, printableKey } from './keys/key-store.js';
 import type { Logger } from './logger.js';
 
 /** Composition root: config → db → nats → the roles asked for. */
@@ -115,5 +115,5 @@ async function ensureFirstKey(db: Db, log: Logger): Promise<void> {
   if ((await countApiKeys(db.kysely)) > 0) return;
   const key = await createApiKey(db.kysely);
   log.info({ APIKeyID: key.APIKeyID, ApiKey: key.ApiKey }, 'created a first API key (embedded mode); its secret is printed once below');
-  process.stdout.write(`\nFirst API key (save the secret, it is not stored in clear):\n${JSON.stringify(key)}\n\n`);
+  process.stdout.write(`\nFirst API key (save the secret, it is not stored in clear):\n${printableKey(key)}\n\n`);
 }

@@ -39,7 +39,7 @@ export async function importFile(
   opts: { apiKeyId: string | undefined; batchSize: number; pipeline: number; quiet?: boolean },
 ): Promise<ImportSummary> {
   const input = openJsonLines(path);
-  const tenants = new TenantDirectory(db, 0);
+  const tenants = new TenantDirectory(db);
   const summary: ImportSummary = { Imported: 0, Duplicates: 0, Rejected: 0 };
   const progress = opts.quiet === true ? null : startProgress('import', input.size);
   const inFlight = new Set<Promise<void>>();
@@ -49,6 +49,7 @@ export async function importFile(
     const ids = values.map((v) => (v.ok ? lineTenant(v.value, opts.apiKeyId) : null));
     await tenants.ensureLoaded(ids.filter((id): id is string => id !== null));
     const rows: LogEventRow[] = [];
+    const rowLines: JsonLine[] = [];
     const letters: NewDeadLetter[] = [];
     for (const [i, line] of lines.entries()) {
       const v = values[i] as ParsedLine;
@@ -61,13 +62,13 @@ export async function importFile(
             ? `unknown APIKeyID ${tenant}`
             : null;
       const decoded = reason === null && v.ok && tenant !== null ? decodeEventValue(v.value, { apiKeyId: tenant }, line.text) : null;
-      if (decoded?.ok === true) rows.push(decoded.row);
+      if (decoded?.ok === true) {
+        rows.push(decoded.row);
+        rowLines.push(line);
+      }
       else letters.push(importDeadLetter(line, tenant, reason ?? (decoded?.ok === false ? decoded.reason : 'invalid')));
     }
-    const outcome = await writeBatch(db, rows, letters, (i, why) => {
-      const row = rows[i] as LogEventRow;
-      return importDeadLetter({ lineNo: 0, text: row.payload }, row.api_key_id, why);
-    });
+    const outcome = await writeBatch(db, rows, letters, (i, why) => importDeadLetter(rowLines[i] as JsonLine, (rows[i] as LogEventRow).api_key_id, why));
     summary.Imported += outcome.inserted.size;
     summary.Duplicates += rows.length - outcome.inserted.size - outcome.refused.size;
     summary.Rejected += letters.length + outcome.refused.size;
@@ -115,7 +116,7 @@ function importDeadLetter(line: JsonLine, apiKeyId: string | null, reason: strin
   return {
     source: 'import',
     api_key_id: apiKeyId,
-    reason: line.lineNo > 0 ? `line ${line.lineNo}: ${reason}` : reason,
+    reason: `line ${line.lineNo}: ${reason}`,
     raw: Buffer.from(line.text),
   };
 }

@@ -52,6 +52,7 @@ export interface DeadLettersTable {
   subject: string | null;
   api_key_id: Int8 | null;
   nats_seq: Int8 | null;
+  message_key: string | null;
   reason: string;
   raw: Buffer;
 }

@@ -104,7 +104,7 @@ export function decodeEventValue(value: unknown, ctx: DecodeContext, payloadText
       type: e.event,
       event_time: e.time,
       message_id: e.MessageID ?? null,
-      email: e.email ?? null,
+      email: e.email?.trim() ?? null,
       recipient_domain: domain,
       esp: domain !== null ? espName(domain) : null,
       campaign_id: e.mj_campaign_id ?? '0',

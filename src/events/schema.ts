@@ -51,9 +51,7 @@ const unixSeconds = z
   .min(0, { message: 'must not be negative' })
   .max(253_402_300_799, { message: 'is past the year 9999' });
 
-const email = z.string().trim().min(3, { message: 'must be an email address' }).max(320).refine((v) => v.includes('@'), {
-  message: 'must be an email address',
-});
+const email = z.string().refine((v) => v.length <= 320 && /^[^\s@]+@[^\s@]+$/.test(v.trim()), { message: 'must be an email address' });
 const str = (max = 2048) => z.string().max(max, { message: `is longer than ${max} characters` });
 
 const common = {

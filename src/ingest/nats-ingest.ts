@@ -6,11 +6,11 @@ import type { Database, NewDeadLetter } from '../db/schema.js';
 import { type LogEventRow, decodeEventBytes } from '../events/decode.js';
 import type { Logger } from '../logger.js';
 import { writeBatch } from './batch-writer.js';
-import { ensureStreamAndConsumer, type StreamSettings } from './nats-stream.js';
+import { type ConsumerSettings, ensureStreamAndConsumer } from './nats-stream.js';
 import { type ParsedSubject, parseSubject } from './subject.js';
 import type { TenantDirectory } from './tenants.js';
 
-export interface NatsIngestOptions extends StreamSettings {
+export interface NatsIngestOptions extends ConsumerSettings {
   batchSize: number;
   batchWaitMs: number;
   /** Batches written at once; commits still serialize on the log's append lock. */
@@ -154,7 +154,15 @@ export class NatsIngest {
 
 function natsDeadLetter(m: JsMsg, reason: string, subject: ParsedSubject): NewDeadLetter {
   const apiKeyId = subject.ok ? subject.apiKeyId : null;
-  return { source: 'nats', subject: m.subject, nats_seq: m.seq, api_key_id: apiKeyId, reason, raw: Buffer.from(m.data) };
+  return {
+    source: 'nats',
+    subject: m.subject,
+    nats_seq: m.seq,
+    message_key: `${m.info.stream}/${m.seq}/${m.info.timestampNanos}`,
+    api_key_id: apiKeyId,
+    reason,
+    raw: Buffer.from(m.data),
+  };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

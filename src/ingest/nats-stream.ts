@@ -4,6 +4,9 @@ import { nanos } from '@nats-io/transport-node';
 export interface StreamSettings {
   stream: string;
   subjectPrefix: string;
+}
+
+export interface ConsumerSettings extends StreamSettings {
   consumer: string;
   ackWaitMs: number;
   maxAckPending: number;
@@ -13,11 +16,11 @@ const STREAM_NOT_FOUND = 10059;
 const CONSUMER_NOT_FOUND = 10014;
 
 /**
- * Creates the stream and the durable ingest consumer when they are missing. The stream keeps a
- * week of events (Postgres is the source of truth; the stream is the buffer that lets ingest
- * fall behind, or Postgres be down, without losing anything) and dedupes by Nats-Msg-Id.
+ * Creates the stream when it is missing. It keeps a week of events (Postgres is the source of
+ * truth; the stream is the buffer that lets ingest fall behind, or Postgres be down, without
+ * losing anything) and dedupes by Nats-Msg-Id.
  */
-export async function ensureStreamAndConsumer(jsm: JetStreamManager, s: StreamSettings): Promise<void> {
+export async function ensureStream(jsm: JetStreamManager, s: StreamSettings): Promise<void> {
   const subjects = [`${s.subjectPrefix}.>`];
   try {
     await jsm.streams.info(s.stream);
@@ -38,7 +41,11 @@ export async function ensureStreamAndConsumer(jsm: JetStreamManager, s: StreamSe
       await jsm.streams.info(s.stream);
     }
   }
+}
 
+/** The stream, and the durable ingest consumer that every ingest process shares. */
+export async function ensureStreamAndConsumer(jsm: JetStreamManager, s: ConsumerSettings): Promise<void> {
+  await ensureStream(jsm, s);
   const config = {
     durable_name: s.consumer,
     ack_policy: AckPolicy.Explicit,

@@ -2,6 +2,7 @@ import { createHash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
+import { stringifyExactJson } from '../events/exact-json.js';
 
 /**
  * API keys: a public key, a secret stored only as a scrypt hash, a numeric APIKeyID (the tenant)
@@ -48,6 +49,11 @@ export async function createApiKey(db: Kysely<Database>, opts: { readOnly?: bool
     .returning('api_key_id')
     .executeTakeFirstOrThrow();
   return { APIKeyID: row.api_key_id.toString(), ApiKey: publicKey, SecretKey: secret, ReadOnly: readOnly };
+}
+
+/** The one-line JSON `keys create` prints, with APIKeyID as a bare integer like every id. */
+export function printableKey(key: CreatedApiKey): string {
+  return stringifyExactJson({ APIKeyID: BigInt(key.APIKeyID), ApiKey: key.ApiKey, SecretKey: key.SecretKey, ReadOnly: key.ReadOnly });
 }
 
 export async function countApiKeys(db: Kysely<Database>): Promise<number> {

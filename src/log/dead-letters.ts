@@ -7,8 +7,8 @@ export async function writeDeadLetters(db: Kysely<Database>, letters: readonly N
   await db
     .insertInto('dead_letters')
     .values(letters.map((l) => ({ ...l, reason: storableText(l.reason, 2000), subject: l.subject != null ? storableText(l.subject, 1000) : null })))
-    // A NATS redelivery of the same poison message is stored once.
-    .onConflict((oc) => oc.column('nats_seq').where('source', '=', 'nats').doNothing())
+    // A redelivery of the same poison message is stored once.
+    .onConflict((oc) => oc.column('message_key').doNothing())
     .execute();
 }
 

@@ -92,12 +92,16 @@ describe.each(DIALECTS)('the event log on %s', (dialect) => {
 
   it('stores dead letters once per NATS sequence, keeping the raw bytes', async () => {
     const raw = Buffer.from([0xff, 0x00, 0x7b]);
-    const letter = { source: 'nats' as const, subject: 'mail.events.1.open', nats_seq: 77, api_key_id: '1', reason: 'body is not valid UTF-8', raw };
+    const letter = { source: 'nats' as const, subject: 'mail.events.1.open', nats_seq: 77, message_key: 'S/77/1', api_key_id: '1', reason: 'body is not valid UTF-8', raw };
     await writeDeadLetters(db.kysely, [letter]);
-    await writeDeadLetters(db.kysely, [letter]);
-    await writeDeadLetters(db.kysely, [{ source: 'http', api_key_id: '1', reason: 'x', raw: Buffer.from('{}') }]);
-    expect(await countDeadLetters(db.kysely)).toBe(2);
-    const stored = await db.kysely.selectFrom('dead_letters').select(['raw', 'reason']).where('nats_seq', '=', 77n).executeTakeFirstOrThrow();
+    await writeDeadLetters(db.kysely, [letter]); // a redelivery
+    await writeDeadLetters(db.kysely, [{ ...letter, message_key: 'S/77/2' }]); // same sequence in a re-created stream
+    await writeDeadLetters(db.kysely, [{ source: 'http', api_key_id: '1', reason: 'x\u0000y', raw: Buffer.from('{}') }]);
+    await writeDeadLetters(db.kysely, [{ source: 'http', api_key_id: '1', reason: 'x\u0000y', raw: Buffer.from('{}') }]);
+    expect(await countDeadLetters(db.kysely)).toBe(4);
+    const stored = await db.kysely.selectFrom('dead_letters').select(['raw', 'reason']).where('message_key', '=', 'S/77/1').executeTakeFirstOrThrow();
     expect(Buffer.from(stored.raw).equals(raw)).toBe(true);
+    const escaped = await db.kysely.selectFrom('dead_letters').select('reason').where('source', '=', 'http').execute();
+    expect(escaped.map((r) => r.reason)).toEqual(['x\\u0000y', 'x\\u0000y']);
   });
 });

@@ -3,6 +3,8 @@ import { type Db, connectDb } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { createApiKey, type CreatedApiKey } from '../../src/keys/key-store.js';
 import { createLogger } from '../../src/logger.js';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { NATS_URL, createTestDatabase, uniqueName } from './services.js';
 
 /** Everything one test file needs: its own database, its own NATS stream and subjects. */
@@ -43,6 +45,7 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
     cleanup: async () => {
       await db.close();
       await database.drop();
+      await deleteStream(env['NATS_STREAM'] as string);
     },
   };
 }
@@ -63,4 +66,15 @@ export async function waitFor(what: string, check: () => Promise<boolean>, timeo
 export async function countRows(db: Db, table: 'events' | 'dead_letters'): Promise<number> {
   const row = await db.kysely.selectFrom(table).select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
   return Number(row.n);
+}
+
+async function deleteStream(name: string): Promise<void> {
+  const nc = await connect({ servers: NATS_URL });
+  try {
+    await (await jetstreamManager(nc)).streams.delete(name);
+  } catch {
+    // never created, or already gone
+  } finally {
+    await nc.close();
+  }
 }

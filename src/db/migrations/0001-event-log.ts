@@ -89,11 +89,12 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       subject     text,
       api_key_id  bigint,
       nats_seq    bigint,
+      -- stream, sequence and stream timestamp of a NATS message: the same for every redelivery,
+      -- different for a new message even if the stream was re-created and sequences restarted
+      message_key text UNIQUE,
       reason      text NOT NULL,
       raw         bytea NOT NULL
     )`.execute(db);
-  // A NATS redelivery of a poison message must not be dead-lettered twice.
-  await sql`CREATE UNIQUE INDEX dead_letters_nats_seq ON dead_letters (nats_seq) WHERE source = 'nats'`.execute(db);
 
   await sql`
     CREATE TABLE checkpoints (

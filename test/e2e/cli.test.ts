@@ -1,0 +1,214 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { KeyVerifier, createApiKey } from '../../src/keys/key-store.js';
+import { BIG_MESSAGE_ID } from '../support/events.js';
+import { type TestEnv, createTestEnv, waitFor } from '../support/harness.js';
+import { deleteStreamQuietly, openJetStream } from '../support/jetstream.js';
+import { freePort, runCli, spawnCli, stopAll } from '../support/processes.js';
+import { createTestDatabase } from '../support/services.js';
+
+/** The `mailtally` CLI as users run it: child processes, stdout, exit codes, rows in the database. */
+
+let t: TestEnv;
+let dir: string;
+let dbEnv: Record<string, string>;
+
+beforeAll(async () => {
+  t = await createTestEnv();
+  const { NATS_URL: _nats, ...withoutNats } = t.env;
+  dbEnv = withoutNats;
+  dir = mkdtempSync(join(tmpdir(), 'mailtally-cli-'));
+});
+afterEach(stopAll);
+afterAll(async () => {
+  await stopAll();
+  if (t !== undefined) {
+    await deleteStreamQuietly(t.env['NATS_URL'] as string, t.env['NATS_STREAM'] as string);
+    await t.cleanup();
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const event = (i: number, extra: Record<string, unknown> = {}) =>
+  ({ event: ['sent', 'open', 'queued'][i % 3], time: 1_600_000_000 + i, MessageID: (BigInt(BIG_MESSAGE_ID) + BigInt(i)).toString(), email: `r${i}@example.com`, ...extra });
+/** JSONL with MessageID as a bare 64-bit integer. */
+const line = (e: Record<string, unknown>) => JSON.stringify(e).replace(/"MessageID":"(\d+)"/, '"MessageID":$1');
+const countFor = async (apiKeyId: string) =>
+  Number((await sql<{ n: bigint }>`SELECT count(*) AS n FROM events WHERE api_key_id = ${BigInt(apiKeyId)}`.execute(t.db.kysely)).rows[0]?.n);
+const lastJson = (stdout: string): unknown => JSON.parse(stdout.trim().split('\n').at(-1) ?? 'null');
+
+describe('keys create', () => {
+  it('prints exactly one JSON object with a working key', async () => {
+    const r = await runCli(['keys', 'create'], { env: dbEnv });
+    expect(r.code, r.stderr).toBe(0);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    const key = JSON.parse(lines[0] as string) as Record<string, unknown>;
+    expect(Object.keys(key)).toEqual(['APIKeyID', 'ApiKey', 'SecretKey', 'ReadOnly']);
+    expect(key).toMatchObject({ ApiKey: expect.stringMatching(/^\w{16,}$/), SecretKey: expect.stringMatching(/^\w{16,}$/), ReadOnly: false });
+    expect(String(key['APIKeyID'])).toMatch(/^[1-9]\d*$/);
+    const principal = await new KeyVerifier(t.db.kysely).verify(String(key['ApiKey']), String(key['SecretKey']));
+    expect(principal).toEqual({ apiKeyId: String(key['APIKeyID']), readOnly: false });
+  });
+
+  it('prints APIKeyID as a bare JSON integer, as CONTRACT §4 shows and §3 requires of 64-bit ids', async () => {
+    const r = await runCli(['keys', 'create'], { env: dbEnv });
+    expect(r.stdout.trim()).toMatch(/^\{"APIKeyID":[1-9]\d*,"ApiKey":"\w+","SecretKey":"\w+","ReadOnly":false\}$/);
+  });
+
+  it('--read-only makes a read-only key', async () => {
+    const r = await runCli(['keys', 'create', '--read-only'], { env: dbEnv });
+    expect(r.code, r.stderr).toBe(0);
+    const key = JSON.parse(r.stdout) as { APIKeyID: unknown; ApiKey: string; SecretKey: string; ReadOnly: boolean };
+    expect(key.ReadOnly).toBe(true);
+    const row = await t.db.kysely.selectFrom('api_keys').select(['api_key_id', 'read_only']).where('public_key', '=', key.ApiKey).executeTakeFirst();
+    expect(row).toEqual({ api_key_id: BigInt(String(key.APIKeyID)), read_only: true });
+  });
+});
+
+describe('import', () => {
+  // 2500 distinct events, 156 repeated lines, 42 lines of broken JSON, 41 invalid events, blank lines.
+  const lines: string[] = [];
+  const brokenJson: number[] = [];
+  const invalid: number[] = [];
+  for (let i = 0; i < 2500; i++) {
+    lines.push(line(event(i, { EventID: `imp-${i}` })));
+    if (i % 16 === 15) lines.push(line(event(i - 7, { EventID: `imp-${i - 7}` })));
+    if (i % 60 === 30) brokenJson.push(lines.push(`{"event":"open","time":${i},`));
+    if (i % 60 === 45) invalid.push(lines.push(line({ event: 'open', time: 1_600_000_000, MessageID: '1' })));
+    if (i % 250 === 0) lines.push('');
+  }
+  const rejectLines = [...brokenJson, ...invalid].sort((a, b) => a - b);
+  const file = () => join(dir, 'import.jsonl');
+
+  it('loads a file: summary on stdout, rows in the log, rejects dead-lettered with line numbers, exit 3', async () => {
+    expect([brokenJson.length, invalid.length]).toEqual([42, 41]);
+    writeFileSync(file(), `${lines.join('\n')}\n`);
+    const r = await runCli(['import', file(), '--api-key-id', t.key.APIKeyID, '--batch-size', '1000'], { env: dbEnv });
+    expect(r.code, r.stderr).toBe(3);
+    expect(lastJson(r.stdout)).toEqual({ Imported: 2500, Duplicates: 156, Rejected: 83 });
+
+    const stored = await sql<{ n: bigint; d: bigint }>`
+      SELECT count(*) AS n, count(DISTINCT event_id) AS d FROM events WHERE event_id LIKE 'imp-%' AND api_key_id = ${BigInt(t.key.APIKeyID)}`.execute(t.db.kysely);
+    expect(stored.rows[0]).toEqual({ n: 2500n, d: 2500n });
+    const big = await sql<{ m: string; p: string }>`SELECT message_id::text AS m, payload->>'MessageID' AS p FROM events WHERE event_id = 'imp-0'`.execute(t.db.kysely);
+    expect(big.rows).toEqual([{ m: BIG_MESSAGE_ID, p: BIG_MESSAGE_ID }]);
+
+    const letters = await t.db.kysely.selectFrom('dead_letters').select(['source', 'reason', 'api_key_id']).where('source', '=', 'import').execute();
+    expect(letters).toHaveLength(83);
+    const numbers = letters.map((l) => Number(/^line (\d+): /.exec(l.reason)?.[1]));
+    expect(numbers.sort((a, b) => a - b)).toEqual(rejectLines);
+    expect(letters.filter((l) => /not valid JSON/.test(l.reason))).toHaveLength(42);
+    expect(letters.filter((l) => /email: is required/.test(l.reason))).toHaveLength(41);
+  });
+
+  it('importing the same file again finds only duplicates', async () => {
+    const r = await runCli(['import', file(), '--api-key-id', t.key.APIKeyID], { env: dbEnv });
+    expect(r.code, r.stderr).toBe(3);
+    expect(lastJson(r.stdout)).toEqual({ Imported: 0, Duplicates: 2656, Rejected: 83 });
+    expect(await countFor(t.key.APIKeyID)).toBe(2500);
+  });
+
+  it('exits 0 when nothing is rejected', async () => {
+    const clean = join(dir, 'clean.jsonl');
+    writeFileSync(clean, Array.from({ length: 300 }, (_, i) => line(event(10_000 + i))).join('\n'));
+    const key = await createApiKey(t.db.kysely);
+    const first = await runCli(['import', clean, '--api-key-id', key.APIKeyID], { env: dbEnv });
+    expect({ code: first.code, summary: lastJson(first.stdout) }).toEqual({ code: 0, summary: { Imported: 300, Duplicates: 0, Rejected: 0 } });
+    const again = await runCli(['import', clean, '--api-key-id', key.APIKeyID], { env: dbEnv });
+    expect({ code: again.code, summary: lastJson(again.stdout) }).toEqual({ code: 0, summary: { Imported: 0, Duplicates: 300, Rejected: 0 } });
+    expect(await countFor(key.APIKeyID)).toBe(300);
+  });
+});
+
+describe('dead-letters', () => {
+  it('--limit 5 prints the five newest as JSON lines, oldest first', async () => {
+    const r = await runCli(['dead-letters', '--limit', '5'], { env: dbEnv });
+    expect(r.code, r.stderr).toBe(0);
+    const printed = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const newest = await t.db.kysely.selectFrom('dead_letters').select('id').orderBy('id', 'desc').limit(5).execute();
+    expect(printed.map((p) => p['id'])).toEqual(newest.map((n) => n.id.toString()).reverse());
+    for (const p of printed) expect(p).toMatchObject({ source: 'import', reason: expect.stringMatching(/^line \d+: /), encoding: 'utf8', raw: expect.any(String) });
+  });
+});
+
+describe('publish', () => {
+  const file = (name: string, n: number, bad: { at: number; text: string }) => {
+    const out = Array.from({ length: n }, (_, i) => line(event(i, i % 5 === 0 ? {} : { EventID: `${name}-${i}` })));
+    out.splice(bad.at - 1, 0, bad.text);
+    const path = join(dir, `${name}.jsonl`);
+    writeFileSync(path, `${out.join('\n')}\n`);
+    return path;
+  };
+
+  it('with NATS_URL: one message per event on the stream, which a running ingest stores', { timeout: 90_000 }, async () => {
+    const key = await createApiKey(t.db.kysely);
+    const ingest = spawnCli(['serve', '--roles', 'ingest'], { env: { ...t.env, LOG_LEVEL: 'info' } });
+    await ingest.serverUrl(); // the stream and consumer exist from here on
+    const path = file('nats', 1200, { at: 601, text: '{"event":"open",' });
+
+    const r = await runCli(['publish', path, '--api-key-id', key.APIKeyID], { env: t.env });
+    expect(r.code, r.stderr).toBe(3);
+    expect(lastJson(r.stdout)).toEqual({ Published: 1200, Duplicates: 0, Skipped: [{ Line: 601, Reason: 'not valid JSON' }] });
+    const h = await openJetStream(t.env['NATS_URL'] as string);
+    try {
+      const info = await h.jsm.streams.info(t.env['NATS_STREAM'] as string);
+      expect(info.state.messages).toBe(1200);
+    } finally {
+      await h.close();
+    }
+    await waitFor('the published events in the log', async () => (await countFor(key.APIKeyID)) >= 1200, 30_000, 100);
+    expect(await countFor(key.APIKeyID)).toBe(1200);
+
+    const again = await runCli(['publish', path, '--api-key-id', key.APIKeyID], { env: t.env });
+    expect(lastJson(again.stdout)).toMatchObject({ Published: 0, Duplicates: 1200 });
+  });
+
+  it('without NATS_URL: posts to HTTP ingest with MAILTALLY_API_KEY / MAILTALLY_SECRET_KEY', { timeout: 90_000 }, async () => {
+    const key = await createApiKey(t.db.kysely);
+    const port = String(await freePort());
+    const server = spawnCli(['serve', '--roles', 'api,ingest'], { env: { ...dbEnv, PORT: port, LOG_LEVEL: 'info' } });
+    await server.serverUrl();
+    const path = file('http', 1500, { at: 700, text: line({ event: 'sent', time: 1_600_000_000, MessageID: '7' }) });
+
+    const noKeys = await runCli(['publish', path], { env: { ...dbEnv, PORT: port } });
+    expect(noKeys.code).toBe(1);
+    expect(noKeys.stderr).toMatch(/MAILTALLY_API_KEY/);
+
+    const env = { ...dbEnv, PORT: port, MAILTALLY_API_KEY: key.ApiKey, MAILTALLY_SECRET_KEY: key.SecretKey };
+    const r = await runCli(['publish', path], { env });
+    expect(r.code, r.stderr).toBe(3);
+    expect(lastJson(r.stdout)).toEqual({ Published: 1500, Duplicates: 0, Skipped: [{ Line: 700, Reason: 'email: is required' }] });
+    expect(await countFor(key.APIKeyID)).toBe(1500);
+  });
+});
+
+describe('errors and migrate', () => {
+  it('a bad env value exits 1 naming the variable', async () => {
+    const r = await runCli(['migrate'], { env: { ...dbEnv, PORT: 'abc' } });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/PORT must be a whole number.*abc/);
+  });
+
+  it('an unknown command exits 2 with the usage', async () => {
+    const r = await runCli(['frobnicate'], { env: dbEnv });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/Unknown command "frobnicate"/);
+    expect(r.stderr).toMatch(/Usage: mailtally <command>/);
+  });
+
+  it('migrate applies the schema to an empty database, then says it is up to date', async () => {
+    const fresh = await createTestDatabase();
+    try {
+      const first = await runCli(['migrate'], { env: { ...dbEnv, DATABASE_URL: fresh.url } });
+      expect({ code: first.code, out: first.stdout.trim() }).toEqual({ code: 0, out: 'applied: 0001-event-log' });
+      const again = await runCli(['migrate'], { env: { ...dbEnv, DATABASE_URL: fresh.url } });
+      expect({ code: again.code, out: again.stdout.trim() }).toEqual({ code: 0, out: 'Schema is up to date.' });
+    } finally {
+      await fresh.drop();
+    }
+  });
+});

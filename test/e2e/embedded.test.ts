@@ -1,0 +1,99 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { sampleEvents, withBareMessageId } from '../support/events.js';
+import { type Proc, runCli, spawnCli, stopAll } from '../support/processes.js';
+
+/**
+ * Embedded mode: no DATABASE_URL, no NATS_URL, PGlite under DATA_DIR, HTTP ingest. What a
+ * newcomer sees on `npm start`, and what survives a restart.
+ */
+
+const dataDir = mkdtempSync(join(tmpdir(), 'mailtally-embedded-'));
+const env = { DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info' };
+const batchText = `[${sampleEvents().map(withBareMessageId).join(',')}]`;
+
+afterEach(stopAll);
+afterAll(async () => {
+  await stopAll();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+interface FirstKey {
+  APIKeyID: unknown;
+  ApiKey: string;
+  SecretKey: string;
+  ReadOnly: boolean;
+}
+
+const printedKeys = (p: Proc) => p.jsonLines().filter((o) => 'SecretKey' in o);
+
+async function status(url: string): Promise<{ status: number; body: { log: { head: number }; deadLetters: number } }> {
+  const res = await fetch(`${url}/status`);
+  return { status: res.status, body: (await res.json()) as { log: { head: number }; deadLetters: number } };
+}
+
+async function postEvents(url: string, key: FirstKey): Promise<{ status: number; body: unknown }> {
+  const res = await fetch(`${url}/v1/events`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Basic ${Buffer.from(`${key.ApiKey}:${key.SecretKey}`).toString('base64')}` },
+    body: batchText,
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+describe('embedded mode (PGlite under DATA_DIR, HTTP ingest)', () => {
+  let key: FirstKey;
+
+  it('first start prints one API key, answers /status, stores events, refuses a second process, stops on SIGTERM', { timeout: 120_000 }, async () => {
+    const server = spawnCli(['serve'], { env });
+    const url = await server.serverUrl(60_000);
+    expect(server.stdout).toContain('First API key');
+    const keys = printedKeys(server);
+    expect(keys).toHaveLength(1);
+    key = keys[0] as unknown as FirstKey;
+    expect(key).toMatchObject({ ApiKey: expect.any(String), SecretKey: expect.any(String), ReadOnly: false });
+
+    expect(await status(url)).toMatchObject({ status: 200, body: { status: 'ok', log: { head: 0 }, deadLetters: 0 } });
+    expect(await postEvents(url, key)).toEqual({ status: 200, body: { Accepted: 10, Duplicates: 0, Rejected: 0, Errors: [] } });
+    expect(await status(url)).toMatchObject({ status: 200, body: { log: { head: 10 } } });
+
+    // The data dir is locked while the server holds it; the message names the holder.
+    const migrate = await runCli(['migrate'], { env: { DATA_DIR: dataDir } });
+    expect(migrate.code).toBe(1);
+    expect(migrate.stderr).toContain(`in use by process ${server.pid}`);
+    expect(migrate.stderr).toContain(dataDir);
+
+    server.signal('SIGTERM');
+    expect(await server.waitForExit(15_000)).toEqual({ code: 0, signal: null });
+    expect(existsSync(join(dataDir, 'mailtally.pid'))).toBe(false);
+  });
+
+  it('a restart on the same DATA_DIR keeps the data and the key, and prints no new key', { timeout: 120_000 }, async () => {
+    expect(key).toBeDefined();
+    const server = spawnCli(['serve'], { env });
+    const url = await server.serverUrl(60_000);
+    expect(printedKeys(server)).toEqual([]);
+    expect(server.stdout).not.toContain('First API key');
+
+    expect(await status(url)).toMatchObject({ status: 200, body: { log: { head: 10 } } });
+    expect(await postEvents(url, key)).toEqual({ status: 200, body: { Accepted: 0, Duplicates: 10, Rejected: 0, Errors: [] } });
+    expect(await server.stop(15_000)).toEqual({ code: 0, signal: null });
+  });
+
+  it('after a SIGKILL the stale lock is cleared and the data is still there', { timeout: 120_000 }, async () => {
+    const killed = spawnCli(['serve'], { env });
+    await killed.serverUrl(60_000);
+    killed.signal('SIGKILL');
+    await killed.waitForExit(10_000);
+    expect(existsSync(join(dataDir, 'mailtally.pid'))).toBe(true);
+
+    const server = spawnCli(['serve'], { env });
+    const url = await server.serverUrl(60_000);
+    expect(printedKeys(server)).toEqual([]);
+    expect(await status(url)).toMatchObject({ status: 200, body: { log: { head: 10 } } });
+    expect(await postEvents(url, key)).toMatchObject({ status: 200, body: { Duplicates: 10 } });
+    expect(await server.stop(15_000)).toEqual({ code: 0, signal: null });
+  });
+});
