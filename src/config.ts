@@ -68,6 +68,7 @@ const envSchema = z.object({
   INGEST_BATCH_SIZE: int(1, 10_000).default(1000),
   INGEST_BATCH_WAIT_MS: int(0, 10_000).default(5),
   INGEST_ACK_WAIT_MS: int(1000, 3_600_000).default(30_000),
+  INGEST_WORKERS: int(1, 64).default(1),
   MAILTALLY_API_KEY: z.string().min(1).optional(),
   MAILTALLY_SECRET_KEY: z.string().min(1).optional(),
   WEBHOOK_ALLOWLIST: allowList.default([]),
@@ -86,7 +87,7 @@ export interface Config {
     readonly allowInsecureHttp: boolean;
   };
   readonly logLevel: string;
-  readonly ingest: { readonly batchSize: number; readonly batchWaitMs: number; readonly ackWaitMs: number };
+  readonly ingest: { readonly batchSize: number; readonly batchWaitMs: number; readonly ackWaitMs: number; readonly workers: number };
   readonly webhooks: { readonly allowList: readonly string[]; readonly retryScheduleSeconds: readonly number[] };
   /** Credentials the CLI uses when it talks to the HTTP API (`publish` without NATS). */
   readonly client: { readonly apiKey: string | null; readonly secretKey: string | null };
@@ -120,6 +121,9 @@ export function loadConfig(env: Env = process.env): Config {
   if ((e.TLS_CERT === undefined) !== (e.TLS_KEY === undefined)) {
     problems.push('TLS_CERT and TLS_KEY must be set together');
   }
+  if (e.INGEST_WORKERS > 1 && e.DATABASE_URL === undefined) {
+    problems.push('INGEST_WORKERS above 1 needs DATABASE_URL (the embedded database takes one writer)');
+  }
   if (problems.length > 0) throw new ConfigError(problems);
 
   const config: Config = {
@@ -138,7 +142,7 @@ export function loadConfig(env: Env = process.env): Config {
       allowInsecureHttp: e.ALLOW_INSECURE_HTTP,
     },
     logLevel: e.LOG_LEVEL,
-    ingest: { batchSize: e.INGEST_BATCH_SIZE, batchWaitMs: e.INGEST_BATCH_WAIT_MS, ackWaitMs: e.INGEST_ACK_WAIT_MS },
+    ingest: { batchSize: e.INGEST_BATCH_SIZE, batchWaitMs: e.INGEST_BATCH_WAIT_MS, ackWaitMs: e.INGEST_ACK_WAIT_MS, workers: e.INGEST_WORKERS },
     webhooks: { allowList: e.WEBHOOK_ALLOWLIST, retryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE },
     client: { apiKey: e.MAILTALLY_API_KEY ?? null, secretKey: e.MAILTALLY_SECRET_KEY ?? null },
   };

@@ -1,10 +1,11 @@
-import { type NatsConnection, connect } from '@nats-io/transport-node';
+import { connect } from '@nats-io/transport-node';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { type Db, connectDb } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
 import { registerHttpIngest } from './ingest/http-ingest.js';
-import { NatsIngest } from './ingest/nats-ingest.js';
+import { IngestWorkers } from './ingest/ingest-workers.js';
+import { type IngestStats, NatsIngest, natsIngestOptions } from './ingest/nats-ingest.js';
 import { TenantDirectory } from './ingest/tenants.js';
 import { createServer } from './http/server.js';
 import { registerStatusRoute } from './http/status-route.js';
@@ -21,7 +22,7 @@ export const AVAILABLE_ROLES: readonly Role[] = ['api', 'ingest'];
 export interface Service {
   readonly db: Db;
   readonly http: FastifyInstance | null;
-  readonly natsIngest: NatsIngest | null;
+  readonly natsIngest: RunningIngest | null;
   /** The address the HTTP server listens on, e.g. http://127.0.0.1:3000. */
   readonly url: string | null;
   stop(): Promise<void>;
@@ -44,29 +45,9 @@ export async function startService(config: Config, roles: readonly Role[], log: 
     await migrateToLatest(db.kysely);
     if (db.kind === 'pglite') await ensureFirstKey(db, log);
 
-    let nc: NatsConnection | null = null;
-    let natsIngest: NatsIngest | null = null;
+    let natsIngest: RunningIngest | null = null;
     if (roles.includes('ingest') && config.nats !== null) {
-      nc = await connect({ servers: [...config.nats.servers], name: 'mailtally-ingest', maxReconnectAttempts: -1, reconnectTimeWait: 1000 });
-      const conn = nc;
-      cleanup.unshift(() => conn.drain());
-      natsIngest = new NatsIngest(
-        nc,
-        db.kysely,
-        new TenantDirectory(db.kysely),
-        {
-          stream: config.nats.stream,
-          subjectPrefix: config.nats.subjectPrefix,
-          consumer: config.nats.consumer,
-          ackWaitMs: config.ingest.ackWaitMs,
-          maxAckPending: config.ingest.batchSize * 8,
-          batchSize: config.ingest.batchSize,
-          batchWaitMs: config.ingest.batchWaitMs,
-          pipeline: 2,
-        },
-        log.child({ role: 'ingest' }),
-      );
-      await natsIngest.start();
+      natsIngest = await startNatsIngest(config, db, log.child({ role: 'ingest' }));
       const ingest = natsIngest;
       cleanup.unshift(() => ingest.stop());
     }
@@ -78,7 +59,7 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       const verifier = new KeyVerifier(db.kysely);
       const ingest = natsIngest;
       registerStatusRoute(http, { db: db.kysely, roles, extra: () => (ingest !== null ? { ingest: ingest.stats } : {}) });
-      if (roles.includes('ingest')) registerHttpIngest(http, { db: db.kysely, verifier });
+      if (roles.includes('ingest')) registerHttpIngest(http, { db, verifier });
       url = await http.listen({ port: config.http.port, host: config.http.host });
       const server = http;
       // Closed first: stop taking requests before the workers drain.
@@ -98,6 +79,38 @@ export async function startService(config: Config, roles: readonly Role[], log: 
     await runAll(cleanup);
     throw err;
   }
+}
+
+/** NATS ingest, in this thread or (INGEST_WORKERS > 1) in worker threads. */
+export interface RunningIngest {
+  readonly stats: IngestStats;
+  stop(): Promise<void>;
+}
+
+async function startNatsIngest(config: Config, db: Db, log: Logger): Promise<RunningIngest> {
+  if (config.ingest.workers > 1) {
+    const workers = new IngestWorkers(config, config.ingest.workers, log);
+    await workers.start();
+    return workers;
+  }
+  const servers = [...(config.nats?.servers ?? [])];
+  const nc = await connect({ servers, name: 'mailtally-ingest', maxReconnectAttempts: -1, reconnectTimeWait: 1000 });
+  const ingest = new NatsIngest(nc, db, new TenantDirectory(db.kysely), natsIngestOptions(config), log);
+  try {
+    await ingest.start();
+  } catch (err) {
+    await nc.close();
+    throw err;
+  }
+  return {
+    get stats() {
+      return ingest.stats;
+    },
+    stop: async () => {
+      await ingest.stop();
+      await nc.drain();
+    },
+  };
 }
 
 async function runAll(steps: readonly (() => Promise<void>)[]): Promise<void> {

@@ -1,8 +1,7 @@
-import type { Kysely } from 'kysely';
 import type { Config } from '../config.js';
-import { connectDb } from '../db/connect.js';
+import { type Db, connectDb } from '../db/connect.js';
 import { migrateToLatest } from '../db/migrate.js';
-import type { Database, NewDeadLetter } from '../db/schema.js';
+import type { NewDeadLetter } from '../db/schema.js';
 import { type LogEventRow, decodeEventValue } from '../events/decode.js';
 import { parseExactJson } from '../events/exact-json.js';
 import { writeBatch } from '../ingest/batch-writer.js';
@@ -25,7 +24,7 @@ export async function runImport(config: Config, path: string, opts: { apiKeyId: 
   const db = await connectDb(config.database, { application: 'mailtally:import' });
   try {
     await migrateToLatest(db.kysely);
-    const summary = await importFile(db.kysely, path, { ...opts, pipeline: db.kind === 'postgres' ? 2 : 1 });
+    const summary = await importFile(db, path, { ...opts, pipeline: db.kind === 'postgres' ? 2 : 1 });
     console.log(JSON.stringify(summary));
     return summary.Rejected > 0 ? 3 : 0;
   } finally {
@@ -34,12 +33,12 @@ export async function runImport(config: Config, path: string, opts: { apiKeyId: 
 }
 
 export async function importFile(
-  db: Kysely<Database>,
+  db: Db,
   path: string,
   opts: { apiKeyId: string | undefined; batchSize: number; pipeline: number; quiet?: boolean },
 ): Promise<ImportSummary> {
   const input = openJsonLines(path);
-  const tenants = new TenantDirectory(db);
+  const tenants = new TenantDirectory(db.kysely);
   const summary: ImportSummary = { Imported: 0, Duplicates: 0, Rejected: 0 };
   const progress = opts.quiet === true ? null : startProgress('import', input.size);
   const inFlight = new Set<Promise<void>>();

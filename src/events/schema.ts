@@ -20,6 +20,9 @@ function toDecimalId(v: unknown, max: bigint, what: string, ctx: z.RefinementCtx
     ctx.addIssue({ code: 'custom', message: 'is required' });
     return '';
   }
+  // Fast paths for the common spellings; everything else goes through the checks below.
+  if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return String(v);
+  if (typeof v === 'bigint' && v >= 0n && v <= max) return v.toString();
   const text = typeof v === 'string' ? v.trim() : typeof v === 'bigint' || (typeof v === 'number' && Number.isInteger(v)) ? String(v) : '';
   if (!/^\d{1,20}$/.test(text) || BigInt(text) > max) {
     ctx.addIssue({ code: 'custom', message: `must be ${what} (an integer from 0 to ${max}), got ${describeValue(v)}` });

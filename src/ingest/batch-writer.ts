@@ -1,8 +1,9 @@
-import type { Kysely } from 'kysely';
+import type { Db } from '../db/connect.js';
 import { describeError, isTransientDbError } from '../db/errors.js';
-import type { Database, NewDeadLetter } from '../db/schema.js';
+import type { NewDeadLetter } from '../db/schema.js';
 import type { LogEventRow } from '../events/decode.js';
 import { appendEvents } from '../log/append.js';
+import { copyAppend } from '../log/copy-append.js';
 import { writeDeadLetters } from '../log/dead-letters.js';
 
 export interface BatchOutcome {
@@ -14,22 +15,25 @@ export interface BatchOutcome {
 
 /**
  * Writes one ingest batch: the valid rows into the log and the rejects into dead letters, in one
- * transaction. Throws only on transient errors (the caller retries the whole batch later).
+ * transaction (COPY on Postgres, one JSON parameter on PGlite). Throws only on transient errors (the caller retries the whole batch later).
  * If the database refuses the batch for a data error, the batch is split so that only the
  * offending rows are dead-lettered, with the database's reason, and the rest is stored.
  */
 export async function writeBatch(
-  db: Kysely<Database>,
+  db: Db,
   rows: readonly LogEventRow[],
   deadLetters: readonly NewDeadLetter[],
   deadLetterFor: (index: number, reason: string) => NewDeadLetter,
 ): Promise<BatchOutcome> {
   try {
-    const { inserted } = await db.transaction().execute(async (trx) => {
-      const result = await appendEvents(trx, rows);
-      await writeDeadLetters(trx, deadLetters);
-      return result;
-    });
+    const inserted =
+      db.pool !== null
+        ? await copyAppend(db.pool, rows, deadLetters)
+        : await db.kysely.transaction().execute(async (trx) => {
+            const result = await appendEvents(trx, rows);
+            await writeDeadLetters(trx, deadLetters);
+            return result.inserted;
+          });
     return { inserted: new Set(inserted), refused: new Map() };
   } catch (err) {
     if (isTransientDbError(err)) throw err;
@@ -39,7 +43,7 @@ export async function writeBatch(
   const refused = new Map<number, string>();
   for (const [i, row] of rows.entries()) {
     try {
-      const result = await appendEvents(db, [row]);
+      const result = await appendEvents(db.kysely, [row]);
       for (const key of result.inserted) inserted.add(key);
     } catch (err) {
       if (isTransientDbError(err)) throw err;
@@ -47,7 +51,7 @@ export async function writeBatch(
     }
   }
   const letters = [...deadLetters, ...[...refused].map(([i, reason]) => deadLetterFor(i, reason))];
-  await writeDeadLetters(db, letters);
+  await writeDeadLetters(db.kysely, letters);
   return { inserted, refused };
 }
 

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import type { Kysely } from 'kysely';
-import type { Database, NewDeadLetter } from '../db/schema.js';
+import type { Db } from '../db/connect.js';
+import type { NewDeadLetter } from '../db/schema.js';
 import { type LogEventRow, decodeEventValue } from '../events/decode.js';
 import { stringifyExactJson } from '../events/exact-json.js';
 import { authenticate } from '../http/auth.js';
@@ -23,7 +23,7 @@ export interface IngestSummary {
  * Valid events are appended (duplicates skipped), invalid ones dead-lettered, all in one
  * transaction; the answer says which was which.
  */
-export function registerHttpIngest(app: FastifyInstance, deps: { db: Kysely<Database>; verifier: KeyVerifier }): void {
+export function registerHttpIngest(app: FastifyInstance, deps: { db: Db; verifier: KeyVerifier }): void {
   app.post('/v1/events', { bodyLimit: 16 * 1024 * 1024 }, async (req, reply) => {
     const principal = await authenticate(req, deps.verifier);
     if (principal.readOnly) throw apiErrors.forbidden('This API key is read-only: it may not send events.');

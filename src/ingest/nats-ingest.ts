@@ -1,8 +1,9 @@
 import { type Consumer, type ConsumerMessages, type JsMsg, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { Kysely } from 'kysely';
 import { describeError } from '../db/errors.js';
-import type { Database, NewDeadLetter } from '../db/schema.js';
+import type { Config } from '../config.js';
+import type { Db } from '../db/connect.js';
+import type { NewDeadLetter } from '../db/schema.js';
 import { type LogEventRow, decodeEventBytes } from '../events/decode.js';
 import type { Logger } from '../logger.js';
 import { writeBatch } from './batch-writer.js';
@@ -44,7 +45,7 @@ export class NatsIngest {
 
   constructor(
     private readonly nc: NatsConnection,
-    private readonly db: Kysely<Database>,
+    private readonly db: Db,
     private readonly tenants: TenantDirectory,
     private readonly opts: NatsIngestOptions,
     private readonly log: Logger,
@@ -166,3 +167,18 @@ function natsDeadLetter(m: JsMsg, reason: string, subject: ParsedSubject): NewDe
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The ingest settings from the configuration (a pipeline of two batches per worker). */
+export function natsIngestOptions(config: Config): NatsIngestOptions {
+  if (config.nats === null) throw new Error('NATS is not configured');
+  return {
+    stream: config.nats.stream,
+    subjectPrefix: config.nats.subjectPrefix,
+    consumer: config.nats.consumer,
+    ackWaitMs: config.ingest.ackWaitMs,
+    maxAckPending: config.ingest.batchSize * 8 * config.ingest.workers,
+    batchSize: config.ingest.batchSize,
+    batchWaitMs: config.ingest.batchWaitMs,
+    pipeline: 2,
+  };
+}

@@ -27,7 +27,7 @@ export async function countDeadLetters(db: Kysely<Database>): Promise<number> {
 }
 
 /** Text columns cannot hold U+0000 and reasons may quote the bad input: escape it, cap the length. */
-function storableText(text: string, max: number): string {
+export function storableText(text: string, max: number): string {
   const clean = text.replaceAll('\u0000', '\\u0000');
   return clean.length > max ? `${clean.slice(0, max)}…` : clean;
 }

@@ -60,9 +60,9 @@ function eventMessages(t: TestEnv): OutgoingMessage[] {
   return out;
 }
 
-function startIngest(t: TestEnv): Proc {
+function startIngest(t: TestEnv, extra: Record<string, string> = {}): Proc {
   // LOG_LEVEL=info for the "mailtally started" line; small batches so a kill lands mid-stream.
-  return spawnCli(['serve', '--roles', 'ingest'], { env: { ...t.env, LOG_LEVEL: 'info', INGEST_BATCH_SIZE: '200' } });
+  return spawnCli(['serve', '--roles', 'ingest'], { env: { ...t.env, LOG_LEVEL: 'info', INGEST_BATCH_SIZE: '200', ...extra } });
 }
 
 async function started(p: Proc): Promise<void> {
@@ -165,6 +165,34 @@ describe('NATS ingest across crashes', () => {
     await waitForCount(t, second, `all ${DISTINCT} distinct events in the log`, DISTINCT, 120_000);
     await waitForConsumerDrained(t, h);
     expect(await second.stop(10_000)).toEqual({ code: 0, signal: null });
+
+    await assertExactlyOnce(t, ids);
+  });
+
+  it('with two ingest worker threads: SIGKILL mid-stream, then SIGTERM, then a restart: exactly once', { timeout: 240_000 }, async () => {
+    const { t, h, ids } = await setup();
+    const workers = { INGEST_WORKERS: '2' };
+
+    const first = startIngest(t, workers);
+    await started(first);
+    await waitForCount(t, first, 'the first events in the log', 2_000);
+    first.signal('SIGKILL');
+    expect(await first.waitForExit(10_000)).toEqual({ code: null, signal: 'SIGKILL' });
+    const afterKill = await countRows(t.db, 'events');
+    expect(afterKill).toBeLessThan(DISTINCT);
+
+    const second = startIngest(t, workers);
+    await started(second);
+    await waitForCount(t, second, 'progress after the restart', afterKill + 2_000);
+    second.signal('SIGTERM');
+    expect(await second.waitForExit(15_000), second.describe()).toEqual({ code: 0, signal: null });
+    expect(await countRows(t.db, 'events')).toBeLessThan(DISTINCT);
+
+    const third = startIngest(t, workers);
+    await started(third);
+    await waitForCount(t, third, `all ${DISTINCT} distinct events in the log`, DISTINCT, 120_000);
+    await waitForConsumerDrained(t, h);
+    expect(await third.stop(15_000)).toEqual({ code: 0, signal: null });
 
     await assertExactlyOnce(t, ids);
   });

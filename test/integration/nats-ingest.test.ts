@@ -25,7 +25,7 @@ function options(): NatsIngestOptions {
 /** Starts an ingest worker; with `db` it writes through that connection (e.g. via a proxy). */
 async function startIngest(db: Db | null = null): Promise<NatsIngest> {
   const target = db ?? t.db;
-  const ingest = new NatsIngest(nc, target.kysely, new TenantDirectory(target.kysely), options(), quietLogger());
+  const ingest = new NatsIngest(nc, target, new TenantDirectory(target.kysely), options(), quietLogger());
   await ingest.start();
   running.push({ ingest, db });
   return ingest;

@@ -1,0 +1,35 @@
+import { connect } from '@nats-io/transport-node';
+import { parentPort, workerData } from 'node:worker_threads';
+import type { Config } from '../config.js';
+import { connectDb } from '../db/connect.js';
+import { createLogger } from '../logger.js';
+import { NatsIngest, natsIngestOptions } from './nats-ingest.js';
+import { TenantDirectory } from './tenants.js';
+
+/**
+ * One ingest worker thread: its own NATS connection, its own Postgres pool, one NatsIngest on
+ * the shared durable consumer. Reports its counters every second; drains and exits on 'stop'.
+ */
+const { config, index } = workerData as { config: Config; index: number };
+const port = parentPort;
+if (port === null || config.nats === null) throw new Error('ingest-worker must run as a worker thread with NATS configured');
+
+const log = createLogger(config.logLevel).child({ role: 'ingest', worker: index });
+const db = await connectDb({ ...config.database, ...(config.database.kind === 'postgres' ? { poolSize: 4 } : {}) }, { application: `mailtally:ingest-${index}` });
+const nc = await connect({ servers: [...config.nats.servers], name: `mailtally-ingest-${index}`, maxReconnectAttempts: -1, reconnectTimeWait: 1000 });
+const ingest = new NatsIngest(nc, db, new TenantDirectory(db.kysely), natsIngestOptions(config), log);
+await ingest.start();
+const report = setInterval(() => port.postMessage({ type: 'stats', stats: ingest.stats }), 1000);
+port.postMessage({ type: 'started' });
+
+port.on('message', (message: unknown) => {
+  if (message !== 'stop') return;
+  clearInterval(report);
+  void (async () => {
+    await ingest.stop();
+    await nc.drain();
+    await db.close();
+    port.postMessage({ type: 'stopped', stats: ingest.stats });
+    port.close();
+  })();
+});

@@ -1,0 +1,59 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Db } from '../../src/db/connect.js';
+import { type LogEventRow, decodeEventText } from '../../src/events/decode.js';
+import { eventKey } from '../../src/log/append.js';
+import { copyAppend } from '../../src/log/copy-append.js';
+import { openMigratedDb } from '../support/databases.js';
+
+/** The COPY append path on real Postgres, including its race with a concurrent writer. */
+
+function rows(ids: string[], extra = ''): LogEventRow[] {
+  return ids.map((id) => {
+    const r = decodeEventText(`{"event":"open","time":1,"MessageID":19421777835146490,"email":"a@b.co","EventID":"${id}"${extra}}`, { apiKeyId: '1' });
+    if (!r.ok) throw new Error(r.reason);
+    return r.row;
+  });
+}
+
+describe('copyAppend', () => {
+  let db: Db;
+  let cleanup: () => Promise<void>;
+  beforeAll(async () => {
+    ({ db, cleanup } = await openMigratedDb('postgres'));
+  });
+  afterAll(async () => cleanup());
+
+  const pool = () => db.pool as pg.Pool;
+  const stored = async () => (await pool().query<{ event_id: string }>('SELECT event_id FROM events ORDER BY position')).rows.map((r) => r.event_id);
+
+  it('stores new rows in order, skips stored ones and repeats within the batch, and escapes text', async () => {
+    const tricky = ',"agent":"tab\\there\\nnew line \\\\ back\\\\slash","Payload":"\\\\N"';
+    expect(await copyAppend(pool(), rows(['a', 'b'], tricky), [])).toEqual(new Set([eventKey('1', 'a'), eventKey('1', 'b')]));
+    const again = await copyAppend(pool(), rows(['b', 'c', 'c', 'd']), [{ source: 'nats', reason: 'bad', raw: Buffer.from('x'), message_key: 'k1' }]);
+    expect(again).toEqual(new Set([eventKey('1', 'c'), eventKey('1', 'd')]));
+    expect(await stored()).toEqual(['a', 'b', 'c', 'd']);
+    const row = await pool().query<{ p: { agent: string; Payload: string }; m: string }>("SELECT payload AS p, message_id::text AS m FROM events WHERE event_id = 'a'");
+    expect(row.rows[0]?.p.agent).toBe('tab\there\nnew line \\ back\\slash');
+    expect(row.rows[0]?.p.Payload).toBe('\\N');
+    expect(row.rows[0]?.m).toBe('19421777835146490');
+    expect((await pool().query('SELECT count(*)::int AS n FROM dead_letters')).rows[0]).toEqual({ n: 1 });
+  });
+
+  it('when a concurrent writer commits one of the rows first, falls back and stores the rest once', async () => {
+    const other = new pg.Client({ connectionString: (pool().options as { connectionString: string }).connectionString });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      // Holds the append lock and an uncommitted 'race' row that copyAppend's lookup cannot see.
+      await other.query(`INSERT INTO events (event_id, api_key_id, type, event_time, payload) VALUES ('race', 1, 'open', 1, '{}')`);
+      const pending = copyAppend(pool(), rows(['e', 'race', 'f']), []);
+      await new Promise((r) => setTimeout(r, 300));
+      await other.query('COMMIT');
+      expect(await pending).toEqual(new Set([eventKey('1', 'e'), eventKey('1', 'f')]));
+    } finally {
+      await other.end();
+    }
+    expect(await stored()).toEqual(['a', 'b', 'c', 'd', 'race', 'e', 'f']);
+  });
+});
