@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { LogEventRow } from '../events/decode.js';
+import { COLUMN_DEFINITIONS, COLUMN_LIST } from './columns.js';
 
 export interface AppendResult {
   /** `api_key_id:event_id` of each row that was new; the others were duplicates. */
@@ -18,20 +19,8 @@ export const eventKey = (apiKeyId: string | bigint, eventId: string): string => 
 export async function appendEvents(db: Kysely<Database>, rows: readonly LogEventRow[]): Promise<AppendResult> {
   if (rows.length === 0) return { inserted: new Set() };
   const result = await sql<{ api_key_id: bigint; event_id: string }>`
-    INSERT INTO events (
-      event_id, api_key_id, type, event_time, message_id, email, recipient_domain, esp,
-      campaign_id, contact_id, list_id, sender_id, sender, sender_domain, custom_campaign, url,
-      ua_platform, ua_client, geo, hard_bounce, blocked, error_related_to, error, state_id, nats_seq, payload)
-    SELECT
-      event_id, api_key_id, type, event_time, message_id, email, recipient_domain, esp,
-      campaign_id, contact_id, list_id, sender_id, sender, sender_domain, custom_campaign, url,
-      ua_platform, ua_client, geo, hard_bounce, blocked, error_related_to, error, state_id, nats_seq, payload
-    FROM json_to_recordset(${batchJson(rows)}::json) AS r(
-      event_id text, api_key_id bigint, type text, event_time bigint, message_id numeric, email text,
-      recipient_domain text, esp text, campaign_id bigint, contact_id bigint, list_id bigint, sender_id bigint,
-      sender text, sender_domain text, custom_campaign text, url text, ua_platform text, ua_client text,
-      geo text, hard_bounce boolean, blocked boolean, error_related_to text, error text, state_id smallint,
-      nats_seq bigint, payload jsonb)
+    INSERT INTO events (${sql.raw(COLUMN_LIST)})
+    SELECT ${sql.raw(COLUMN_LIST)} FROM json_to_recordset(${batchJson(rows)}::json) AS r(${sql.raw(COLUMN_DEFINITIONS)})
     ON CONFLICT (api_key_id, event_id) DO NOTHING
     RETURNING api_key_id, event_id`.execute(db);
   return { inserted: new Set(result.rows.map((r) => eventKey(r.api_key_id, r.event_id))) };

@@ -4,6 +4,7 @@ import { from as copyFrom } from 'pg-copy-streams';
 import type { NewDeadLetter } from '../db/schema.js';
 import type { LogEventRow } from '../events/decode.js';
 import { eventKey } from './append.js';
+import { COLUMN_DEFINITIONS, COLUMN_LIST, LOG_COLUMNS } from './columns.js';
 import { storableText } from './dead-letters.js';
 
 /**
@@ -16,28 +17,15 @@ import { storableText } from './dead-letters.js';
  * than parameters or JSON.
  */
 
-const COLUMNS = [
-  'event_id', 'api_key_id', 'type', 'event_time', 'message_id', 'email', 'recipient_domain', 'esp',
-  'campaign_id', 'contact_id', 'list_id', 'sender_id', 'sender', 'sender_domain', 'custom_campaign', 'url',
-  'ua_platform', 'ua_client', 'geo', 'hard_bounce', 'blocked', 'error_related_to', 'error', 'state_id', 'nats_seq', 'payload',
-] as const satisfies readonly (keyof LogEventRow)[];
-
-const STAGING_DDL = `
-  CREATE TEMP TABLE IF NOT EXISTS events_staging (
-    ord serial, event_id text, api_key_id bigint, type text, event_time bigint, message_id numeric, email text,
-    recipient_domain text, esp text, campaign_id bigint, contact_id bigint, list_id bigint, sender_id bigint,
-    sender text, sender_domain text, custom_campaign text, url text, ua_platform text, ua_client text, geo text,
-    hard_bounce boolean, blocked boolean, error_related_to text, error text, state_id smallint, nats_seq bigint,
-    payload jsonb
-  ) ON COMMIT DELETE ROWS`;
+const STAGING_DDL = `CREATE TEMP TABLE IF NOT EXISTS events_staging (ord serial, ${COLUMN_DEFINITIONS}) ON COMMIT DELETE ROWS`;
 
 const EXISTING = `
   SELECT e.api_key_id, e.event_id FROM events e
   JOIN unnest($1::bigint[], $2::text[]) AS b(api_key_id, event_id) USING (api_key_id, event_id)`;
 
 const INSERT_FROM_STAGING = `
-  INSERT INTO events (${COLUMNS.join(', ')})
-  SELECT ${COLUMNS.join(', ')} FROM events_staging ORDER BY ord
+  INSERT INTO events (${COLUMN_LIST})
+  SELECT ${COLUMN_LIST} FROM events_staging ORDER BY ord
   ON CONFLICT (api_key_id, event_id) DO NOTHING
   RETURNING api_key_id, event_id`;
 
@@ -84,7 +72,7 @@ async function copyRows(client: pg.PoolClient, table: string, rows: readonly Log
     async function* () {
       yield copyText(rows);
     },
-    client.query(copyFrom(`COPY ${table} (${COLUMNS.join(', ')}) FROM STDIN`)),
+    client.query(copyFrom(`COPY ${table} (${COLUMN_LIST}) FROM STDIN`)),
   );
 }
 
@@ -119,8 +107,8 @@ async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => 
 function copyText(rows: readonly LogEventRow[]): string {
   let out = '';
   for (const row of rows) {
-    for (let i = 0; i < COLUMNS.length; i++) {
-      const v = row[COLUMNS[i] as (typeof COLUMNS)[number]];
+    for (let i = 0; i < LOG_COLUMNS.length; i++) {
+      const v = row[(LOG_COLUMNS[i] as (typeof LOG_COLUMNS)[number])[0]];
       out += i === 0 ? '' : '\t';
       if (v === null) out += '\\N';
       else if (typeof v === 'string') out += NEEDS_ESCAPE.test(v) ? v.replace(ESCAPES, escapeChar) : v;
