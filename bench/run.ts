@@ -1,0 +1,57 @@
+import { parseArgs } from 'node:util';
+import type { Bench, BenchOptions } from './support/options.js';
+
+/** `tsx bench/run.ts [name] [--events N] [--runs R] [--profile]`: runs one benchmark, or all. */
+
+const BENCHES: Record<string, () => Promise<Bench>> = {
+  ingest: async () => (await import('./ingest.js')).runIngestBench,
+};
+
+class UsageError extends Error {}
+
+const USAGE = `Usage: tsx bench/run.ts [${Object.keys(BENCHES).join('|')}] [--events N] [--runs R] [--profile]`;
+
+function positive(text: string | undefined, flag: string): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text.replace(/_/g, ''));
+  if (!Number.isInteger(n) || n <= 0) throw new UsageError(`${flag} must be a positive whole number`);
+  return n;
+}
+
+function parse(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: { events: { type: 'string' }, runs: { type: 'string' }, profile: { type: 'boolean', default: false } },
+    });
+  } catch (err) {
+    throw new UsageError(err instanceof Error ? err.message : String(err));
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { positionals, values } = parse(argv);
+  const names = positionals.length > 0 ? positionals : Object.keys(BENCHES);
+  const unknown = names.filter((n) => !(n in BENCHES));
+  if (unknown.length > 0) {
+    throw new UsageError(`Unknown benchmark ${unknown.join(', ')}`);
+  }
+  const opts: BenchOptions = { events: positive(values.events, '--events'), runs: positive(values.runs, '--runs') ?? 3, profile: values.profile };
+  for (const name of names) {
+    const load = BENCHES[name];
+    if (load !== undefined) await (await load())(opts);
+  }
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    if (err instanceof UsageError) console.error(`${err.message}\n${USAGE}`);
+    else console.error(err instanceof Error ? (err.stack ?? err.message) : String(err));
+    process.exitCode = err instanceof UsageError ? 2 : 1;
+  },
+);
