@@ -59,6 +59,7 @@ async function oneRun(ctx: Context, run: number, prepared: Awaited<ReturnType<ty
   const { db, drop } = prepared;
   if (prepared.tenants.join() !== ctx.tenants.join()) throw new Error(`run ${run}: API keys ${prepared.tenants.join()} are not the backlog's ${ctx.tenants.join()}`);
   const client = new pg.Client({ connectionString: db.url });
+  client.on('error', () => {}); // the scratch database may be dropped under it (Ctrl-C)
   await client.connect();
   try {
     await createCopyTable(client);
@@ -85,6 +86,7 @@ async function oneRun(ctx: Context, run: number, prepared: Awaited<ReturnType<ty
       expected: ctx.input.rows,
       nodeArgs: dir !== null ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [],
       stallTimeoutMs: 120_000,
+      cleanup: ctx.cleanup,
     });
     await dropConsumer();
     const mismatches = await countMismatches(client);
@@ -168,6 +170,8 @@ export async function runIngestBench(opts: BenchOptions): Promise<void> {
     console.log(`decodeEventText alone (bench process, one thread): ${perSec(events, input.decodeMs)}`);
     if (profile !== null) console.log(`\n${formatProfileSummary(profile)}`);
     console.log(`\nresults: ${path}`);
+  } catch (err) {
+    if (!cleanup.interrupted) throw err;
   } finally {
     offSignals();
     await cleanup.runAll();

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import type { Cleanup } from '../support/cleanup.js';
 import { type MachineLoad, type MachineSample, cpuMs, machineLoad, peakRssKb, pidsNamed, rssKb, sampleMachine, totalCpuMs } from '../support/proc.js';
 import { NATS_URL } from '../support/scratch.js';
 
@@ -16,6 +17,8 @@ export interface IngestRunOptions {
   /** Node flags for the child, e.g. `--cpu-prof` (not allowed in NODE_OPTIONS). */
   nodeArgs: readonly string[];
   stallTimeoutMs: number;
+  /** Where to register the child's shutdown, so an interrupted benchmark leaves no process behind. */
+  cleanup: Cleanup;
 }
 
 export interface IngestRunResult {
@@ -77,8 +80,12 @@ export async function runIngestProcess(o: IngestRunOptions): Promise<IngestRunRe
   );
   let exitCode: number | null | undefined;
   void exited.then((code) => (exitCode = code));
+  const stopChild = o.cleanup.add(`stop ingest process ${child.pid ?? '?'}`, async () => {
+    if (exitCode === undefined) exitCode = await stop(child, exited);
+  });
 
   const db = new pg.Client({ connectionString: o.databaseUrl });
+  db.on('error', () => {}); // the scratch database may be dropped under it (Ctrl-C)
   await db.connect();
   // The poll below must cost O(new rows): on a fresh table (no statistics yet) the planner would
   // otherwise seq-scan the whole growing log every 50 ms and steal a core from the ingest.
@@ -112,7 +119,7 @@ export async function runIngestProcess(o: IngestRunOptions): Promise<IngestRunRe
     const doneAt = Date.now();
     const cpuAtDone = await cpuSnapshot(db, child, pollerPid);
     const rss = child.pid !== undefined ? peakRssKb(child.pid) : null;
-    exitCode = await stop(child, exited);
+    await stopChild();
 
     const counts = await db.query<{ n: number; d: number; dl: number; p: number }>(
       'SELECT count(*)::int AS n, count(DISTINCT (api_key_id, event_id))::int AS d, (SELECT count(*)::int FROM dead_letters) AS dl, max(position)::float8 AS p FROM events',
@@ -143,7 +150,7 @@ export async function runIngestProcess(o: IngestRunOptions): Promise<IngestRunRe
     };
   } finally {
     await db.end();
-    if (exitCode === undefined) await stop(child, exited);
+    await stopChild();
   }
 }
 

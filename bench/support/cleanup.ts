@@ -4,6 +4,12 @@
  */
 export class Cleanup {
   #steps: { name: string; run: () => Promise<void> }[] = [];
+  #interrupted = false;
+
+  /** A signal arrived: what fails from now on fails because its resources are being removed. */
+  get interrupted(): boolean {
+    return this.#interrupted;
+  }
 
   /** Registers a step; the returned function runs it now (and forgets it). */
   add(name: string, run: () => Promise<void>): () => Promise<void> {
@@ -30,6 +36,7 @@ export class Cleanup {
   /** Runs every step and exits on SIGINT / SIGTERM; returns the function that removes the handlers. */
   onSignals(): () => void {
     const handler = (signal: NodeJS.Signals) => {
+      this.#interrupted = true;
       console.error(`\n${signal}: cleaning up`);
       void this.runAll().finally(() => process.exit(130));
     };

@@ -1,59 +1,35 @@
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
+import { APPEND_LOCK_KEY } from '../db/migrations/0001-event-log.js';
 import type { NewDeadLetter } from '../db/schema.js';
 import type { LogEventRow } from '../events/decode.js';
 import { eventKey } from './append.js';
-import { COLUMN_DEFINITIONS, COLUMN_LIST, LOG_COLUMNS } from './columns.js';
+import { COLUMN_LIST, LOG_COLUMNS } from './columns.js';
 import { storableText } from './dead-letters.js';
 
 /**
- * The bulk append path on real Postgres, all in one transaction with the batch's dead letters:
- * drop the events the log already holds (one indexed lookup for the batch) and repeats within
- * the batch, then COPY the rest straight into the log — the append lock's statement trigger
- * fires for COPY too. If a concurrent writer stored one of them in the meantime, the unique
- * index stops the COPY; the batch is then written again through a staging table with
- * INSERT … ON CONFLICT DO NOTHING. COPY's text format is far cheaper to produce and to parse
- * than parameters or JSON.
+ * The bulk append path on real Postgres, in one transaction with the batch's dead letters:
+ * take the log's append lock first, drop the events the log already holds (one indexed lookup
+ * for the batch) and repeats within the batch, then COPY the rest straight into the log. While
+ * the lock is held no other writer can insert (the statement trigger takes the same lock), so
+ * the lookup stays true until the commit and the COPY cannot meet a duplicate. COPY's text
+ * format is far cheaper to produce and to parse than parameters or JSON.
  */
-
-const STAGING_DDL = `CREATE TEMP TABLE IF NOT EXISTS events_staging (ord serial, ${COLUMN_DEFINITIONS}) ON COMMIT DELETE ROWS`;
 
 const EXISTING = `
   SELECT e.api_key_id, e.event_id FROM events e
   JOIN unnest($1::bigint[], $2::text[]) AS b(api_key_id, event_id) USING (api_key_id, event_id)`;
 
-const INSERT_FROM_STAGING = `
-  INSERT INTO events (${COLUMN_LIST})
-  SELECT ${COLUMN_LIST} FROM events_staging ORDER BY ord
-  ON CONFLICT (api_key_id, event_id) DO NOTHING
-  RETURNING api_key_id, event_id`;
-
 export async function copyAppend(pool: pg.Pool, rows: readonly LogEventRow[], letters: readonly NewDeadLetter[]): Promise<Set<string>> {
-  try {
-    return await inTransaction(pool, async (client) => {
-      const fresh = await withoutStored(client, rows);
-      if (fresh.length > 0) await copyRows(client, 'events', fresh);
-      await insertDeadLetters(client, letters);
-      return new Set(fresh.map((r) => eventKey(r.api_key_id, r.event_id)));
-    });
-  } catch (err) {
-    if ((err as { code?: string }).code !== UNIQUE_VIOLATION) throw err;
-  }
   return inTransaction(pool, async (client) => {
-    if (!staged.has(client)) {
-      await client.query(STAGING_DDL);
-      staged.add(client);
-    }
-    await copyRows(client, 'events_staging', rows);
-    const result = await client.query<{ api_key_id: bigint; event_id: string }>(INSERT_FROM_STAGING);
+    await client.query('SELECT pg_advisory_xact_lock($1)', [APPEND_LOCK_KEY.toString()]);
+    const fresh = rows.length > 0 ? await withoutStored(client, rows) : [];
+    if (fresh.length > 0) await copyRows(client, fresh);
     await insertDeadLetters(client, letters);
-    return new Set(result.rows.map((r) => eventKey(r.api_key_id, r.event_id)));
+    return new Set(fresh.map((r) => eventKey(r.api_key_id, r.event_id)));
   });
 }
-
-const UNIQUE_VIOLATION = '23505';
-const staged = new WeakSet<pg.PoolClient>();
 
 /** The rows not yet in the log, each (tenant, EventID) once. */
 async function withoutStored(client: pg.PoolClient, rows: readonly LogEventRow[]): Promise<LogEventRow[]> {
@@ -67,12 +43,12 @@ async function withoutStored(client: pg.PoolClient, rows: readonly LogEventRow[]
   });
 }
 
-async function copyRows(client: pg.PoolClient, table: string, rows: readonly LogEventRow[]): Promise<void> {
+async function copyRows(client: pg.PoolClient, rows: readonly LogEventRow[]): Promise<void> {
   await pipeline(
     async function* () {
       yield copyText(rows);
     },
-    client.query(copyFrom(`COPY ${table} (${COLUMN_LIST}) FROM STDIN`)),
+    client.query(copyFrom(`COPY events (${COLUMN_LIST}) FROM STDIN`)),
   );
 }
 

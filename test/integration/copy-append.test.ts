@@ -40,15 +40,17 @@ describe('copyAppend', () => {
     expect((await pool().query('SELECT count(*)::int AS n FROM dead_letters')).rows[0]).toEqual({ n: 1 });
   });
 
-  it('when a concurrent writer commits one of the rows first, falls back and stores the rest once', async () => {
+  it('waits for a concurrent writer, then skips the row it committed and stores the rest once', async () => {
     const other = new pg.Client({ connectionString: (pool().options as { connectionString: string }).connectionString });
     await other.connect();
     try {
       await other.query('BEGIN');
       // Holds the append lock and an uncommitted 'race' row that copyAppend's lookup cannot see.
       await other.query(`INSERT INTO events (event_id, api_key_id, type, event_time, payload) VALUES ('race', 1, 'open', 1, '{}')`);
-      const pending = copyAppend(pool(), rows(['e', 'race', 'f']), []);
+      let done = false;
+      const pending = copyAppend(pool(), rows(['e', 'race', 'f']), []).finally(() => (done = true));
       await new Promise((r) => setTimeout(r, 300));
+      expect(done).toBe(false); // blocked on the append lock the other writer holds
       await other.query('COMMIT');
       expect(await pending).toEqual(new Set([eventKey('1', 'e'), eventKey('1', 'f')]));
     } finally {
