@@ -89,4 +89,3 @@ export interface Database {
 
 export type EventRow = Selectable<EventsTable>;
 export type NewDeadLetter = Insertable<DeadLettersTable>;
-export type ApiKeyRow = Selectable<ApiKeysTable>;

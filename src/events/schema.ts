@@ -8,8 +8,6 @@ import { z } from 'zod';
 export const WEBHOOK_EVENT_TYPES = ['sent', 'open', 'click', 'bounce', 'blocked', 'spam', 'unsub'] as const;
 export const EVENT_TYPES = [...WEBHOOK_EVENT_TYPES, 'queued', 'deferred', 'campaign'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
-/** Events that give a message its message time and make it "processed". */
-export const DELIVERY_EVENT_TYPES: readonly EventType[] = ['queued', 'sent', 'deferred', 'bounce', 'blocked'];
 
 const UINT64_MAX = 18_446_744_073_709_551_615n;
 const INT64_MAX = 9_223_372_036_854_775_807n;

@@ -22,7 +22,3 @@ export async function advanceCheckpoint(db: Kysely<Database>, name: string, expe
 export async function listCheckpoints(db: Kysely<Database>): Promise<{ name: string; position: bigint; updated_at: Date }[]> {
   return db.selectFrom('checkpoints').select(['name', 'position', 'updated_at']).orderBy('name').execute();
 }
-
-export async function resetCheckpoint(db: Kysely<Database>, name: string): Promise<void> {
-  await db.deleteFrom('checkpoints').where('name', '=', name).execute();
-}
