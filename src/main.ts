@@ -1,12 +1,10 @@
-import { connect } from '@nats-io/transport-node';
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { type Db, connectDb } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
 import { registerHttpIngest } from './ingest/http-ingest.js';
 import { IngestWorkers } from './ingest/ingest-workers.js';
-import { type IngestStats, NatsIngest, natsIngestOptions } from './ingest/nats-ingest.js';
-import { TenantDirectory } from './ingest/tenants.js';
+import { type RunningIngest, runNatsIngest } from './ingest/nats-ingest.js';
 import { createServer } from './http/server.js';
 import { registerStatusRoute } from './http/status-route.js';
 import { KeyVerifier, countApiKeys, createApiKey, printableKey } from './keys/key-store.js';
@@ -82,35 +80,11 @@ export async function startService(config: Config, roles: readonly Role[], log: 
 }
 
 /** NATS ingest, in this thread or (INGEST_WORKERS > 1) in worker threads. */
-export interface RunningIngest {
-  readonly stats: IngestStats;
-  stop(): Promise<void>;
-}
-
 async function startNatsIngest(config: Config, db: Db, log: Logger): Promise<RunningIngest> {
-  if (config.ingest.workers > 1) {
-    const workers = new IngestWorkers(config, config.ingest.workers, log);
-    await workers.start();
-    return workers;
-  }
-  const servers = [...(config.nats?.servers ?? [])];
-  const nc = await connect({ servers, name: 'mailtally-ingest', maxReconnectAttempts: -1, reconnectTimeWait: 1000 });
-  const ingest = new NatsIngest(nc, db, new TenantDirectory(db.kysely), natsIngestOptions(config), log);
-  try {
-    await ingest.start();
-  } catch (err) {
-    await nc.close();
-    throw err;
-  }
-  return {
-    get stats() {
-      return ingest.stats;
-    },
-    stop: async () => {
-      await ingest.stop();
-      await nc.drain();
-    },
-  };
+  if (config.ingest.workers === 1) return runNatsIngest(config, db, log, 'mailtally-ingest');
+  const workers = new IngestWorkers(config, config.ingest.workers, log);
+  await workers.start();
+  return workers;
 }
 
 async function runAll(steps: readonly (() => Promise<void>)[]): Promise<void> {

@@ -21,11 +21,8 @@ export const apiErrors = {
   unauthorized: () => new ApiError(401, AUTH_FAILURE_MESSAGE, { 'WWW-Authenticate': 'Basic realm="mailtally"' }),
   forbidden: (message = 'This API key is read-only: it may not create, change or delete anything.') => new ApiError(403, message),
   notFound: (message = 'Object not found') => new ApiError(404, message),
-  methodNotAllowed: (method: string) => new ApiError(405, `Method ${method} is not allowed on this resource`),
-  payloadTooLarge: (limit: number) => new ApiError(413, `Request body is larger than ${limit} bytes`),
-  unsupportedMediaType: (type: string) => new ApiError(415, `Content-Type ${type} is not supported; send application/json`),
-  tooManyRequests: (retryAfterSeconds: number) =>
-    new ApiError(429, 'Too many requests: rate limit exceeded for this API key', { 'Retry-After': String(retryAfterSeconds) }),
+  payloadTooLarge: () => new ApiError(413, 'Request body is too large'),
+  unsupportedMediaType: () => new ApiError(415, 'Content-Type is not supported; send application/json'),
   unavailable: (message = 'The service is temporarily unavailable; retry shortly') => new ApiError(503, message, { 'Retry-After': '1' }),
   internal: () => new ApiError(500, 'Internal server error'),
 } as const;

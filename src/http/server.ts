@@ -62,8 +62,8 @@ export function createServer(http: Config['http'], log: Logger): FastifyInstance
 function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   const e = err as { statusCode?: number; code?: string; message?: string };
-  if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new ApiError(413, 'Request body is too large');
-  if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new ApiError(415, 'Content-Type is not supported; send application/json');
+  if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return apiErrors.payloadTooLarge();
+  if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return apiErrors.unsupportedMediaType();
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     return new ApiError(e.statusCode, e.message ?? 'Bad request');
   }

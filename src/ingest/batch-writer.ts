@@ -28,7 +28,7 @@ export async function writeBatch(
   try {
     const inserted =
       db.pool !== null
-        ? await copyAppend(db.pool, rows, deadLetters)
+        ? await copyAppend({ ...db, pool: db.pool }, rows, deadLetters)
         : await db.kysely.transaction().execute(async (trx) => {
             const result = await appendEvents(trx, rows);
             await writeDeadLetters(trx, deadLetters);

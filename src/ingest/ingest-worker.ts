@@ -1,10 +1,8 @@
-import { connect } from '@nats-io/transport-node';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import { connectDb } from '../db/connect.js';
 import { createLogger } from '../logger.js';
-import { NatsIngest, natsIngestOptions } from './nats-ingest.js';
-import { TenantDirectory } from './tenants.js';
+import { runNatsIngest } from './nats-ingest.js';
 
 /**
  * One ingest worker thread: its own NATS connection, its own Postgres pool, one NatsIngest on
@@ -16,9 +14,7 @@ if (port === null || config.nats === null) throw new Error('ingest-worker must r
 
 const log = createLogger(config.logLevel).child({ role: 'ingest', worker: index });
 const db = await connectDb({ ...config.database, ...(config.database.kind === 'postgres' ? { poolSize: 4 } : {}) }, { application: `mailtally:ingest-${index}` });
-const nc = await connect({ servers: [...config.nats.servers], name: `mailtally-ingest-${index}`, maxReconnectAttempts: -1, reconnectTimeWait: 1000 });
-const ingest = new NatsIngest(nc, db, new TenantDirectory(db.kysely), natsIngestOptions(config), log);
-await ingest.start();
+const ingest = await runNatsIngest(config, db, log, `mailtally-ingest-${index}`);
 const report = setInterval(() => port.postMessage({ type: 'stats', stats: ingest.stats }), 1000);
 port.postMessage({ type: 'started' });
 
@@ -27,7 +23,6 @@ port.on('message', (message: unknown) => {
   clearInterval(report);
   void (async () => {
     await ingest.stop();
-    await nc.drain();
     await db.close();
     port.postMessage({ type: 'stopped', stats: ingest.stats });
     port.close();

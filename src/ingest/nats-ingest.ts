@@ -1,5 +1,5 @@
 import { type Consumer, type ConsumerMessages, type JsMsg, jetstream, jetstreamManager } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
+import { type NatsConnection, connect } from '@nats-io/transport-node';
 import { describeError } from '../db/errors.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/connect.js';
@@ -9,7 +9,7 @@ import type { Logger } from '../logger.js';
 import { writeBatch } from './batch-writer.js';
 import { type ConsumerSettings, ensureStreamAndConsumer } from './nats-stream.js';
 import { type ParsedSubject, parseSubject } from './subject.js';
-import type { TenantDirectory } from './tenants.js';
+import { TenantDirectory } from './tenants.js';
 
 export interface NatsIngestOptions extends ConsumerSettings {
   batchSize: number;
@@ -180,5 +180,32 @@ export function natsIngestOptions(config: Config): NatsIngestOptions {
     batchSize: config.ingest.batchSize,
     batchWaitMs: config.ingest.batchWaitMs,
     pipeline: 2,
+  };
+}
+
+/** A started ingest: its counters, and a stop that drains it. */
+export interface RunningIngest {
+  readonly stats: IngestStats;
+  stop(): Promise<void>;
+}
+
+/** Connects to NATS and runs one NatsIngest in this thread; stop() drains it, then the connection. */
+export async function runNatsIngest(config: Config, db: Db, log: Logger, name: string): Promise<RunningIngest> {
+  const nc = await connect({ servers: [...(config.nats?.servers ?? [])], name, maxReconnectAttempts: -1, reconnectTimeWait: 1000 });
+  const ingest = new NatsIngest(nc, db, new TenantDirectory(db.kysely), natsIngestOptions(config), log);
+  try {
+    await ingest.start();
+  } catch (err) {
+    await nc.close();
+    throw err;
+  }
+  return {
+    get stats() {
+      return ingest.stats;
+    },
+    stop: async () => {
+      await ingest.stop();
+      await nc.drain();
+    },
   };
 }

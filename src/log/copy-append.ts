@@ -1,12 +1,13 @@
 import { pipeline } from 'node:stream/promises';
 import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
+import type { Db } from '../db/connect.js';
 import { APPEND_LOCK_KEY } from '../db/migrations/0001-event-log.js';
 import type { NewDeadLetter } from '../db/schema.js';
 import type { LogEventRow } from '../events/decode.js';
 import { eventKey } from './append.js';
 import { COLUMN_LIST, LOG_COLUMNS } from './columns.js';
-import { storableText } from './dead-letters.js';
+import { deadLetterInsert } from './dead-letters.js';
 
 /**
  * The bulk append path on real Postgres, in one transaction with the batch's dead letters:
@@ -21,12 +22,12 @@ const EXISTING = `
   SELECT e.api_key_id, e.event_id FROM events e
   JOIN unnest($1::bigint[], $2::text[]) AS b(api_key_id, event_id) USING (api_key_id, event_id)`;
 
-export async function copyAppend(pool: pg.Pool, rows: readonly LogEventRow[], letters: readonly NewDeadLetter[]): Promise<Set<string>> {
-  return inTransaction(pool, async (client) => {
+export async function copyAppend(db: Db & { pool: pg.Pool }, rows: readonly LogEventRow[], letters: readonly NewDeadLetter[]): Promise<Set<string>> {
+  return inTransaction(db.pool, async (client) => {
     await client.query('SELECT pg_advisory_xact_lock($1)', [APPEND_LOCK_KEY.toString()]);
     const fresh = rows.length > 0 ? await withoutStored(client, rows) : [];
     if (fresh.length > 0) await copyRows(client, fresh);
-    await insertDeadLetters(client, letters);
+    await insertDeadLetters(db, client, letters);
     return new Set(fresh.map((r) => eventKey(r.api_key_id, r.event_id)));
   });
 }
@@ -52,13 +53,10 @@ async function copyRows(client: pg.PoolClient, rows: readonly LogEventRow[]): Pr
   );
 }
 
-async function insertDeadLetters(client: pg.PoolClient, letters: readonly NewDeadLetter[]): Promise<void> {
-  for (const l of letters) {
-    await client.query(
-      'INSERT INTO dead_letters (source, subject, api_key_id, nats_seq, message_key, reason, raw) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (message_key) DO NOTHING',
-      [l.source, l.subject != null ? storableText(l.subject, 1000) : null, l.api_key_id ?? null, l.nats_seq ?? null, l.message_key ?? null, storableText(l.reason, 2000), l.raw],
-    );
-  }
+async function insertDeadLetters(db: Db, client: pg.PoolClient, letters: readonly NewDeadLetter[]): Promise<void> {
+  if (letters.length === 0) return;
+  const query = deadLetterInsert(db.kysely, letters).compile();
+  await client.query(query.sql, [...query.parameters]);
 }
 
 async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {

@@ -3,13 +3,18 @@ import type { Database, NewDeadLetter } from '../db/schema.js';
 
 /** Input that failed validation: kept with its reason, never lost, never blocking the stream. */
 export async function writeDeadLetters(db: Kysely<Database>, letters: readonly NewDeadLetter[]): Promise<void> {
-  if (letters.length === 0) return;
-  await db
-    .insertInto('dead_letters')
-    .values(letters.map((l) => ({ ...l, reason: storableText(l.reason, 2000), subject: l.subject != null ? storableText(l.subject, 1000) : null })))
-    // A redelivery of the same poison message is stored once.
-    .onConflict((oc) => oc.column('message_key').doNothing())
-    .execute();
+  if (letters.length > 0) await deadLetterInsert(db, letters).execute();
+}
+
+/** The insert itself, for callers that run it on a raw connection (the COPY path compiles it). */
+export function deadLetterInsert(db: Kysely<Database>, letters: readonly NewDeadLetter[]) {
+  return (
+    db
+      .insertInto('dead_letters')
+      .values(letters.map((l) => ({ ...l, reason: storableText(l.reason, 2000), subject: l.subject != null ? storableText(l.subject, 1000) : null })))
+      // A redelivery of the same poison message is stored once.
+      .onConflict((oc) => oc.column('message_key').doNothing())
+  );
 }
 
 export async function listDeadLetters(db: Kysely<Database>, opts: { limit: number; newestFirst?: boolean }) {
@@ -27,7 +32,7 @@ export async function countDeadLetters(db: Kysely<Database>): Promise<number> {
 }
 
 /** Text columns cannot hold U+0000 and reasons may quote the bad input: escape it, cap the length. */
-export function storableText(text: string, max: number): string {
+function storableText(text: string, max: number): string {
   const clean = text.replaceAll('\u0000', '\\u0000');
   return clean.length > max ? `${clean.slice(0, max)}…` : clean;
 }

@@ -25,12 +25,13 @@ describe('copyAppend', () => {
   afterAll(async () => cleanup());
 
   const pool = () => db.pool as pg.Pool;
+  const pgDb = () => ({ ...db, pool: pool() });
   const stored = async () => (await pool().query<{ event_id: string }>('SELECT event_id FROM events ORDER BY position')).rows.map((r) => r.event_id);
 
   it('stores new rows in order, skips stored ones and repeats within the batch, and escapes text', async () => {
     const tricky = ',"agent":"tab\\there\\nnew line \\\\ back\\\\slash","Payload":"\\\\N"';
-    expect(await copyAppend(pool(), rows(['a', 'b'], tricky), [])).toEqual(new Set([eventKey('1', 'a'), eventKey('1', 'b')]));
-    const again = await copyAppend(pool(), rows(['b', 'c', 'c', 'd']), [{ source: 'nats', reason: 'bad', raw: Buffer.from('x'), message_key: 'k1' }]);
+    expect(await copyAppend(pgDb(), rows(['a', 'b'], tricky), [])).toEqual(new Set([eventKey('1', 'a'), eventKey('1', 'b')]));
+    const again = await copyAppend(pgDb(), rows(['b', 'c', 'c', 'd']), [{ source: 'nats', reason: 'bad', raw: Buffer.from('x'), message_key: 'k1' }]);
     expect(again).toEqual(new Set([eventKey('1', 'c'), eventKey('1', 'd')]));
     expect(await stored()).toEqual(['a', 'b', 'c', 'd']);
     const row = await pool().query<{ p: { agent: string; Payload: string }; m: string }>("SELECT payload AS p, message_id::text AS m FROM events WHERE event_id = 'a'");
@@ -48,7 +49,7 @@ describe('copyAppend', () => {
       // Holds the append lock and an uncommitted 'race' row that copyAppend's lookup cannot see.
       await other.query(`INSERT INTO events (event_id, api_key_id, type, event_time, payload) VALUES ('race', 1, 'open', 1, '{}')`);
       let done = false;
-      const pending = copyAppend(pool(), rows(['e', 'race', 'f']), []).finally(() => (done = true));
+      const pending = copyAppend(pgDb(), rows(['e', 'race', 'f']), []).finally(() => (done = true));
       await new Promise((r) => setTimeout(r, 300));
       expect(done).toBe(false); // blocked on the append lock the other writer holds
       await other.query('COMMIT');
