@@ -5,6 +5,7 @@ import { runImport } from './cli/import.js';
 import { runKeysCreate } from './cli/keys.js';
 import { runMigrate } from './cli/migrate.js';
 import { runPublish } from './cli/publish.js';
+import { runReplay } from './cli/replay.js';
 import { runServe } from './cli/serve.js';
 
 /** The `mailtally` command. */
@@ -12,13 +13,16 @@ import { runServe } from './cli/serve.js';
 const USAGE = `Usage: mailtally <command> [options]
 
 Commands:
-  serve [--roles api,ingest]     run the service (default: every available role)
+  serve [--roles api,ingest,projector]
+                                 run the service (default: every available role)
   migrate                        bring the database schema up to date
   keys create [--read-only]      create an API key; prints {"APIKeyID","ApiKey","SecretKey","ReadOnly"}
   publish <file.jsonl> [--api-key-id N]
                                  send events to NATS (or to HTTP ingest when NATS_URL is unset)
   import <file.jsonl> [--api-key-id N] [--batch-size N]
                                  load events straight into the log, in bulk
+  replay [--projection name[,name]]
+                                 rebuild read models from the log (all by default), then swap them in
   dead-letters [--limit N]       list rejected input with its reasons (JSON lines)
 
 Configuration comes from environment variables (see .env.example).`;
@@ -34,6 +38,7 @@ async function main(argv: string[]): Promise<number> {
       'batch-size': { type: 'string' },
       limit: { type: 'string' },
       url: { type: 'string' },
+      projection: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -58,6 +63,8 @@ async function main(argv: string[]): Promise<number> {
         apiKeyId: values['api-key-id'],
         batchSize: values['batch-size'] !== undefined ? positiveInt(values['batch-size'], '--batch-size') : 5000,
       });
+    case 'replay':
+      return runReplay(config, values.projection);
     case 'dead-letters':
       return runDeadLetters(config, values.limit !== undefined ? positiveInt(values.limit, '--limit') : 100);
     default:

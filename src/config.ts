@@ -69,6 +69,10 @@ const envSchema = z.object({
   INGEST_BATCH_WAIT_MS: int(0, 10_000).default(5),
   INGEST_ACK_WAIT_MS: int(1000, 3_600_000).default(30_000),
   INGEST_WORKERS: int(1, 64).default(1),
+  PROJECTOR_BATCH_SIZE: int(1, 100_000).default(2000),
+  PROJECTOR_POLL_MS: int(10, 60_000).default(1000),
+  PROJECTOR_LEASE_MS: int(500, 600_000).default(15_000),
+  REPLAY_BATCH_SIZE: int(1000, 1_000_000).default(50_000),
   MAILTALLY_API_KEY: z.string().min(1).optional(),
   MAILTALLY_SECRET_KEY: z.string().min(1).optional(),
   WEBHOOK_ALLOWLIST: allowList.default([]),
@@ -88,6 +92,7 @@ export interface Config {
   };
   readonly logLevel: string;
   readonly ingest: { readonly batchSize: number; readonly batchWaitMs: number; readonly ackWaitMs: number; readonly workers: number };
+  readonly projector: { readonly batchSize: number; readonly pollMs: number; readonly leaseMs: number; readonly replayBatchSize: number };
   readonly webhooks: { readonly allowList: readonly string[]; readonly retryScheduleSeconds: readonly number[] };
   /** Credentials the CLI uses when it talks to the HTTP API (`publish` without NATS). */
   readonly client: { readonly apiKey: string | null; readonly secretKey: string | null };
@@ -143,6 +148,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     logLevel: e.LOG_LEVEL,
     ingest: { batchSize: e.INGEST_BATCH_SIZE, batchWaitMs: e.INGEST_BATCH_WAIT_MS, ackWaitMs: e.INGEST_ACK_WAIT_MS, workers: e.INGEST_WORKERS },
+    projector: { batchSize: e.PROJECTOR_BATCH_SIZE, pollMs: e.PROJECTOR_POLL_MS, leaseMs: e.PROJECTOR_LEASE_MS, replayBatchSize: e.REPLAY_BATCH_SIZE },
     webhooks: { allowList: e.WEBHOOK_ALLOWLIST, retryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE },
     client: { apiKey: e.MAILTALLY_API_KEY ?? null, secretKey: e.MAILTALLY_SECRET_KEY ?? null },
   };

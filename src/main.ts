@@ -9,18 +9,23 @@ import { createServer } from './http/server.js';
 import { registerStatusRoute } from './http/status-route.js';
 import { KeyVerifier, countApiKeys, createApiKey, printableKey } from './keys/key-store.js';
 import type { Logger } from './logger.js';
+import { PROJECTIONS } from '../projections/index.js';
+import { Projector } from './projector/runner.js';
+import { replay } from './projector/replay.js';
+import { ensureProjectionTables } from './projector/tables.js';
 
 /** Composition root: config → db → nats → the roles asked for. */
 
 export const ALL_ROLES = ['api', 'ingest', 'projector', 'dispatcher'] as const;
 export type Role = (typeof ALL_ROLES)[number];
 /** Roles this build can run; the others are refused with a clear message. */
-export const AVAILABLE_ROLES: readonly Role[] = ['api', 'ingest'];
+export const AVAILABLE_ROLES: readonly Role[] = ['api', 'ingest', 'projector'];
 
 export interface Service {
   readonly db: Db;
   readonly http: FastifyInstance | null;
   readonly natsIngest: RunningIngest | null;
+  readonly projector: Projector | null;
   /** The address the HTTP server listens on, e.g. http://127.0.0.1:3000. */
   readonly url: string | null;
   stop(): Promise<void>;
@@ -42,6 +47,7 @@ export async function startService(config: Config, roles: readonly Role[], log: 
   try {
     await migrateToLatest(db.kysely);
     if (db.kind === 'pglite') await ensureFirstKey(db, log);
+    const stale = await ensureProjectionTables(db.kysely, PROJECTIONS);
 
     let natsIngest: RunningIngest | null = null;
     if (roles.includes('ingest') && config.nats !== null) {
@@ -50,13 +56,31 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       cleanup.unshift(() => ingest.stop());
     }
 
+    let projector: Projector | null = null;
+    if (roles.includes('projector')) {
+      const plog = log.child({ role: 'projector' });
+      if (stale.length > 0) {
+        plog.info({ projections: stale.map((p) => p.name) }, 'read models built by another version of their code: rebuilding');
+        await replay(db, stale, { readBatch: config.projector.replayBatchSize, catchUpBatch: config.projector.batchSize });
+      }
+      const running = new Projector(db, PROJECTIONS, config.projector, plog);
+      await running.start();
+      projector = running;
+      cleanup.unshift(() => running.stop());
+    }
+
     let http: FastifyInstance | null = null;
     let url: string | null = null;
     if (roles.includes('api') || roles.includes('ingest')) {
       http = createServer(config.http, log);
       const verifier = new KeyVerifier(db.kysely);
       const ingest = natsIngest;
-      registerStatusRoute(http, { db: db.kysely, roles, extra: () => (ingest !== null ? { ingest: ingest.stats } : {}) });
+      const running = projector;
+      registerStatusRoute(http, {
+        db: db.kysely,
+        roles,
+        extra: () => ({ ...(ingest !== null ? { ingest: ingest.stats } : {}), ...(running !== null ? { projector: running.stats } : {}) }),
+      });
       if (roles.includes('ingest')) registerHttpIngest(http, { db, verifier });
       url = await http.listen({ port: config.http.port, host: config.http.host });
       const server = http;
@@ -70,6 +94,7 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       db,
       http,
       natsIngest,
+      projector,
       url,
       stop: () => (stopping ??= runAll(cleanup)),
     };

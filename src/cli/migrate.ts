@@ -1,6 +1,8 @@
 import type { Config } from '../config.js';
 import { connectDb } from '../db/connect.js';
 import { migrateToLatest } from '../db/migrate.js';
+import { PROJECTIONS } from '../../projections/index.js';
+import { ensureProjectionTables } from '../projector/tables.js';
 
 export async function runMigrate(config: Config): Promise<number> {
   const db = await connectDb(config.database, { application: 'mailtally:migrate' });
@@ -8,6 +10,8 @@ export async function runMigrate(config: Config): Promise<number> {
     const results = await migrateToLatest(db.kysely);
     if (results.length === 0) console.log('Schema is up to date.');
     for (const r of results) console.log(`${r.status === 'Success' ? 'applied' : r.status}: ${r.migrationName}`);
+    const stale = await ensureProjectionTables(db.kysely, PROJECTIONS);
+    if (stale.length > 0) console.log(`Read models to rebuild (run \`mailtally replay\`, or start a projector): ${stale.map((p) => p.name).join(', ')}`);
     return 0;
   } finally {
     await db.close();

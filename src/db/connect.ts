@@ -13,6 +13,12 @@ export interface Db {
   readonly kind: 'postgres' | 'pglite';
   /** The pg pool (real Postgres only): LISTEN/NOTIFY and COPY need a raw client. */
   readonly pool: pg.Pool | null;
+  /**
+   * Calls `onNotify` for each NOTIFY on `channel` until the returned function is called. On
+   * real Postgres it holds its own connection and reconnects after a loss (calling `onNotify`
+   * once more then, since notifications may have been missed).
+   */
+  listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -39,7 +45,7 @@ export async function connectDb(config: Config['database'], opts: { application?
     pool.on('error', () => {});
     pool.on('connect', (client) => client.on('error', () => {}));
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return { kysely, kind: 'postgres', pool, close: () => kysely.destroy() };
+    return { kysely, kind: 'postgres', pool, listen: (channel, onNotify) => listenPg(config.url, channel, onNotify), close: () => kysely.destroy() };
   }
 
   mkdirSync(config.dataDir, { recursive: true });
@@ -53,6 +59,12 @@ export async function connectDb(config: Config['database'], opts: { application?
       kysely,
       kind: 'pglite',
       pool: null,
+      listen: async (channel, onNotify) => {
+        const unlisten = await client.listen(channel, () => onNotify());
+        return async () => {
+          await unlisten().catch(() => {});
+        };
+      },
       close: async () => {
         await kysely.destroy();
         unlock();
@@ -62,4 +74,42 @@ export async function connectDb(config: Config['database'], opts: { application?
     unlock();
     throw err;
   }
+}
+
+async function listenPg(url: string, channel: string, onNotify: () => void): Promise<() => Promise<void>> {
+  let stopped = false;
+  let client: pg.Client | null = null;
+  let retry: NodeJS.Timeout | null = null;
+  const connect = async (): Promise<void> => {
+    const c = new pg.Client({ connectionString: url, application_name: 'mailtally:listen' });
+    c.on('notification', (n) => {
+      if (n.channel === channel) onNotify();
+    });
+    c.on('error', () => reconnect(c));
+    c.on('end', () => reconnect(c));
+    await c.connect();
+    await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    client = c;
+  };
+  const reconnect = (c: pg.Client) => {
+    if (stopped || client !== c || retry !== null) return;
+    client = null;
+    void c.end().catch(() => {});
+    const attempt = () => {
+      retry = null;
+      if (stopped) return;
+      connect().then(onNotify, () => {
+        retry = setTimeout(attempt, 1000);
+      });
+    };
+    retry = setTimeout(attempt, 200);
+  };
+  await connect();
+  return async () => {
+    stopped = true;
+    if (retry !== null) clearTimeout(retry);
+    const c = client;
+    client = null;
+    await c?.end().catch(() => {});
+  };
 }

@@ -79,12 +79,19 @@ export interface ApiKeysTable {
   revoked_at: Timestamp | null;
 }
 
+export interface ProjectionsTable {
+  name: string;
+  version: number;
+  built_at: DefaultTimestamp;
+}
+
 export interface Database {
   events: EventsTable;
   dead_letters: DeadLettersTable;
   checkpoints: CheckpointsTable;
   leases: LeasesTable;
   api_keys: ApiKeysTable;
+  projections: ProjectionsTable;
 }
 
 export type EventRow = Selectable<EventsTable>;

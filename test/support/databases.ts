@@ -29,6 +29,8 @@ export async function openMigratedDb(dialect: Dialect): Promise<{ db: Db; cleanu
     db,
     cleanup: async () => {
       await db.close();
+      // PGlite may still flush its in-memory file system for a moment after close().
+      await new Promise((r) => setTimeout(r, 500));
       rmSync(dataDir, { recursive: true, force: true });
     },
   };

@@ -1,0 +1,44 @@
+import { API_KEY, col, DIM_COLUMNS } from './kit/columns.js';
+import { campaignDims, messageFacts } from './kit/message-facts.js';
+import type { Group, Output, Projection } from './kit/types.js';
+
+/**
+ * /bouncestatistics: one row per bounce event (`id` = its log position; the API's ID is the
+ * message id). StateID was derived from the error text at ingest.
+ */
+export const bounceStatistics: Projection = {
+  name: 'bounce-statistics',
+  version: 1,
+  groups: ['message'],
+  tables: [
+    {
+      kind: 'rows',
+      name: 'bounce_stats',
+      keys: [API_KEY, col('id', 'bigint')],
+      columns: [
+        col('message_id', 'numeric'),
+        col('contact_id', 'bigint'),
+        ...DIM_COLUMNS,
+        col('bounced_at', 'bigint'),
+        col('is_blocked', 'boolean'),
+        col('is_state_permanent', 'boolean'),
+        col('state_id', 'integer', true),
+        col('error_related_to', 'text'),
+        col('error', 'text'),
+      ],
+      indexes: [['api_key_id', 'bounced_at'], ['api_key_id', 'campaign_id', 'bounced_at'], ['api_key_id', 'message_id']],
+    },
+  ],
+  project(group: Group, out: Output): void {
+    const f = messageFacts(group);
+    const dims = campaignDims(f);
+    for (const e of f.events) {
+      if (e.type !== 'bounce') continue;
+      out.row(
+        'bounce_stats',
+        [f.apiKeyId, String(e.position)],
+        [f.messageId, f.contactId, ...dims, e.time, e.blocked, e.hardBounce, e.stateId, e.errorRelatedTo, e.error],
+      );
+    }
+  },
+};

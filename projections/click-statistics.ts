@@ -1,0 +1,50 @@
+import { API_KEY, col, DIM_COLUMNS } from './kit/columns.js';
+import { stableId } from './kit/ids.js';
+import { campaignDims, delayOf, messageFacts } from './kit/message-facts.js';
+import type { Group, Output, Projection } from './kit/types.js';
+
+/**
+ * /clickstatistics: one row per click event. `id` is the click's log position; the delay is
+ * from the message time (null until the message has a delivery event).
+ */
+export const clickStatistics: Projection = {
+  name: 'click-statistics',
+  version: 1,
+  groups: ['message'],
+  tables: [
+    {
+      kind: 'rows',
+      name: 'click_stats',
+      keys: [API_KEY, col('id', 'bigint')],
+      columns: [
+        col('message_id', 'numeric'),
+        col('contact_id', 'bigint'),
+        ...DIM_COLUMNS,
+        col('clicked_at', 'bigint'),
+        col('clicked_delay', 'bigint', true),
+        col('url', 'text'),
+        col('user_agent_id', 'bigint'),
+        col('ua_platform', 'text'),
+        col('ua_client', 'text'),
+      ],
+      indexes: [['api_key_id', 'clicked_at'], ['api_key_id', 'campaign_id', 'clicked_at'], ['api_key_id', 'message_id']],
+    },
+  ],
+  project(group: Group, out: Output): void {
+    const f = messageFacts(group);
+    const dims = campaignDims(f);
+    for (const e of f.events) {
+      if (e.type !== 'click') continue;
+      out.row(
+        'click_stats',
+        [f.apiKeyId, String(e.position)],
+        [f.messageId, f.contactId, ...dims, e.time, delayOf(f, e), e.url, userAgentId(e.uaPlatform, e.uaClient), e.uaPlatform, e.uaClient],
+      );
+    }
+  },
+};
+
+/** A stable id per parsed user agent (platform + client). */
+export function userAgentId(platform: string, client: string): string {
+  return stableId(`ua:${platform}\u0000${client}`);
+}

@@ -1,0 +1,33 @@
+import { API_KEY, bigints, col, DIM_COLUMNS } from './kit/columns.js';
+import { campaignDims, messageFacts } from './kit/message-facts.js';
+import type { Group, Output, Projection } from './kit/types.js';
+
+/** /geostatistics: opens and clicks per country (the `geo` of each event), as events and as messages. */
+export const geo: Projection = {
+  name: 'geo',
+  version: 1,
+  groups: ['message'],
+  tables: [
+    {
+      kind: 'counters',
+      name: 'geo_stats',
+      keys: [API_KEY, ...DIM_COLUMNS, col('country', 'text')],
+      sums: bigints('opened_events', 'clicked_events', 'opened_messages', 'clicked_messages'),
+      indexes: [['api_key_id', 'campaign_id']],
+    },
+  ],
+  project(group: Group, out: Output): void {
+    const f = messageFacts(group);
+    const perCountry = new Map<string, [number, number]>();
+    for (const e of f.events) {
+      if ((e.type !== 'open' && e.type !== 'click') || e.geo === '') continue;
+      let v = perCountry.get(e.geo);
+      if (v === undefined) perCountry.set(e.geo, (v = [0, 0]));
+      v[e.type === 'open' ? 0 : 1] += 1;
+    }
+    const dims = campaignDims(f);
+    for (const [country, [opens, clicks]] of perCountry) {
+      out.add('geo_stats', [f.apiKeyId, ...dims, country], [opens, clicks, opens > 0 ? 1 : 0, clicks > 0 ? 1 : 0]);
+    }
+  },
+};

@@ -1,0 +1,39 @@
+import type { MessageFacts } from './message-facts.js';
+
+/**
+ * The distinct-message counts shared by contact, list-recipient and recipient-ESP statistics,
+ * in the column order of `DISTINCT_SUMS`.
+ */
+export const DISTINCT_SUMS = [
+  'processed',
+  'queued',
+  'delivered',
+  'deferred',
+  'bounced',
+  'hard_bounced',
+  'soft_bounced',
+  'blocked',
+  'opened',
+  'clicked',
+  'spam',
+  'unsub',
+] as const;
+
+export function distinctCounts(f: MessageFacts): number[] {
+  const c = f.count;
+  const has = (n: number) => (n > 0 ? 1 : 0);
+  return [
+    f.messageTime !== null ? 1 : 0,
+    has(c.queued),
+    has(c.sent),
+    has(c.deferred),
+    has(c.bounced),
+    has(c.hardBounced),
+    has(c.softBounced),
+    has(c.blocked),
+    has(c.opened),
+    has(c.clicked),
+    has(c.spam),
+    has(c.unsub),
+  ];
+}

@@ -1,0 +1,163 @@
+import { maxId, maxText } from './ids.js';
+import type { Group, LogEvent } from './types.js';
+
+/**
+ * The facts every message-level number is built from (CONTRACT.md §2), derived from the set of
+ * a message's events — never from their arrival order:
+ * - message time: the smallest `time` among its delivery events; processed once it has one;
+ * - a flag per kind of outcome, with the time of its first event (smallest time; ties by EventID);
+ * - its campaign, contact, list, sender…: the largest non-empty value its events carry (events of
+ *   one message normally agree; the rule only decides when some omit a field).
+ */
+export interface MessageFacts {
+  readonly apiKeyId: string;
+  readonly messageId: string;
+  readonly campaignId: string;
+  readonly contactId: string;
+  readonly listId: string;
+  readonly senderId: string;
+  readonly email: string;
+  readonly recipientDomain: string;
+  readonly esp: string;
+  readonly sender: string;
+  readonly senderDomain: string;
+  readonly customCampaign: string;
+  /** Null until the message has a delivery event. */
+  readonly messageTime: number | null;
+  /** First event of each kind (null when none). */
+  readonly first: Readonly<Record<Outcome, LogEvent | null>>;
+  /** Number of events of each kind. */
+  readonly count: Readonly<Record<Outcome, number>>;
+  /** Largest event time. */
+  readonly lastActivity: number;
+  readonly events: readonly LogEvent[];
+}
+
+export const OUTCOMES = [
+  'queued',
+  'sent',
+  'deferred',
+  'bounced',
+  'hardBounced',
+  'softBounced',
+  'blocked',
+  'opened',
+  'clicked',
+  'spam',
+  'unsub',
+] as const;
+export type Outcome = (typeof OUTCOMES)[number];
+
+const DELIVERY = new Set(['queued', 'sent', 'deferred', 'bounce', 'blocked']);
+
+function outcomesOf(e: LogEvent): readonly Outcome[] {
+  switch (e.type) {
+    case 'queued':
+      return ['queued'];
+    case 'sent':
+      return ['sent'];
+    case 'deferred':
+      return ['deferred'];
+    case 'bounce':
+      return e.hardBounce ? ['bounced', 'hardBounced'] : ['bounced', 'softBounced'];
+    case 'blocked':
+      return ['blocked'];
+    case 'open':
+      return ['opened'];
+    case 'click':
+      return ['clicked'];
+    case 'spam':
+      return ['spam'];
+    case 'unsub':
+      return ['unsub'];
+    default:
+      return [];
+  }
+}
+
+const cache = new WeakMap<Group, MessageFacts>();
+
+/** Facts of a message group (memoized per group object: every projection reads the same). */
+export function messageFacts(group: Group): MessageFacts {
+  let facts = cache.get(group);
+  if (facts === undefined) {
+    facts = computeFacts(group);
+    cache.set(group, facts);
+  }
+  return facts;
+}
+
+function computeFacts(group: Group): MessageFacts {
+  const first = Object.fromEntries(OUTCOMES.map((o) => [o, null])) as Record<Outcome, LogEvent | null>;
+  const count = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<Outcome, number>;
+  let campaignId = '0';
+  let contactId = '0';
+  let listId = '0';
+  let senderId = '0';
+  let email = '';
+  let recipientDomain = '';
+  let esp = '';
+  let sender = '';
+  let senderDomain = '';
+  let customCampaign = '';
+  let messageTime: number | null = null;
+  let lastActivity = 0;
+  // Events arrive sorted by (time, eventId): the first of a kind is the first one met.
+  for (const e of group.events) {
+    campaignId = maxId(campaignId, e.campaignId);
+    contactId = maxId(contactId, e.contactId);
+    listId = maxId(listId, e.listId);
+    senderId = maxId(senderId, e.senderId);
+    email = maxText(email, e.email);
+    recipientDomain = maxText(recipientDomain, e.recipientDomain);
+    esp = maxText(esp, e.esp);
+    sender = maxText(sender, e.sender);
+    senderDomain = maxText(senderDomain, e.senderDomain);
+    customCampaign = maxText(customCampaign, e.customCampaign);
+    if (DELIVERY.has(e.type) && messageTime === null) messageTime = e.time;
+    if (e.time > lastActivity) lastActivity = e.time;
+    for (const o of outcomesOf(e)) {
+      count[o] += 1;
+      first[o] ??= e;
+    }
+  }
+  return {
+    apiKeyId: group.apiKeyId,
+    messageId: group.id,
+    campaignId,
+    contactId,
+    listId,
+    senderId,
+    email,
+    recipientDomain,
+    esp,
+    sender,
+    senderDomain,
+    customCampaign,
+    messageTime,
+    first,
+    count,
+    lastActivity,
+    events: group.events,
+  };
+}
+
+/** Processed = has a delivery event. */
+export function isProcessed(f: MessageFacts): boolean {
+  return f.messageTime !== null;
+}
+
+/** Attempted (recipient-esp): processed and not blocked. */
+export function isAttempted(f: MessageFacts): boolean {
+  return f.messageTime !== null && f.count.blocked === 0;
+}
+
+/** Seconds from message time to an event, when the message time is known. */
+export function delayOf(f: MessageFacts, e: LogEvent | null): number | null {
+  return e === null || f.messageTime === null ? null : e.time - f.messageTime;
+}
+
+/** The dimensions the campaign filter block of the API filters on. */
+export function campaignDims(f: MessageFacts): [string, string, string, string, string, string] {
+  return [f.campaignId, f.listId, f.senderId, f.sender, f.senderDomain, f.customCampaign];
+}

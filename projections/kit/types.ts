@@ -1,0 +1,108 @@
+import type { EventType } from '../../src/events/schema.js';
+
+/**
+ * What a projection sees of one log row: the typed columns, with "none" as '' / '0' rather
+ * than null, so values can be used as keys as they are. Ids stay decimal strings (64-bit).
+ */
+export interface LogEvent {
+  readonly position: bigint;
+  readonly eventId: string;
+  readonly type: EventType;
+  /** Unix seconds. */
+  readonly time: number;
+  readonly apiKeyId: string;
+  /** '' for campaign events. */
+  readonly messageId: string;
+  readonly campaignId: string;
+  readonly contactId: string;
+  readonly listId: string;
+  readonly senderId: string;
+  readonly email: string;
+  readonly recipientDomain: string;
+  readonly esp: string;
+  readonly sender: string;
+  readonly senderDomain: string;
+  readonly customCampaign: string;
+  readonly url: string;
+  readonly uaPlatform: string;
+  readonly uaClient: string;
+  /** The raw user-agent string (open and click). */
+  readonly agent: string;
+  readonly geo: string;
+  readonly hardBounce: boolean;
+  readonly blocked: boolean;
+  readonly errorRelatedTo: string;
+  readonly error: string;
+  readonly stateId: number | null;
+  /** The raw payload, for campaign events only (their metadata fields live there). */
+  readonly campaignPayload: Readonly<Record<string, unknown>> | null;
+}
+
+/**
+ * The unit a projection folds: every event of one message (or, for campaign metadata, every
+ * `campaign` event of one campaign), sorted by (time, eventId). A projection's rows are a pure
+ * function of this set, so the projector can retract a group's old contribution and add its new
+ * one whenever the group gains an event, in whatever order events arrive.
+ */
+export interface Group {
+  readonly kind: 'message' | 'campaign';
+  readonly apiKeyId: string;
+  /** The message id, or the campaign id for campaign groups. */
+  readonly id: string;
+  readonly events: readonly LogEvent[];
+}
+
+export type ColumnType = 'bigint' | 'integer' | 'text' | 'boolean' | 'numeric';
+
+export interface ColumnSpec {
+  readonly name: string;
+  readonly type: ColumnType;
+  /** Key columns are never null: use '' / 0 for "none". */
+  readonly nullable?: boolean;
+}
+
+/** A value as emitted: ids as decimal strings, counts and times as numbers. */
+export type Value = string | number | boolean | null;
+
+/**
+ * `counters`: rows keyed by `keys`, every group adds to `sums` (retracting what it added
+ * before); `maxes` / `mins` only ever move one way because a group's event set only grows.
+ * A row whose sums all return to zero is deleted.
+ * `rows`: each row belongs to one group (its key says which); a group's rows are replaced when
+ * its contribution changes.
+ */
+export type TableSpec =
+  | {
+      readonly kind: 'counters';
+      readonly name: string;
+      readonly keys: readonly ColumnSpec[];
+      readonly sums: readonly ColumnSpec[];
+      readonly maxes?: readonly ColumnSpec[];
+      readonly mins?: readonly ColumnSpec[];
+      readonly indexes?: readonly (readonly string[])[];
+    }
+  | {
+      readonly kind: 'rows';
+      readonly name: string;
+      readonly keys: readonly ColumnSpec[];
+      readonly columns: readonly ColumnSpec[];
+      readonly indexes?: readonly (readonly string[])[];
+    };
+
+/** Where a projection puts a group's contribution. Arrays follow the table spec's column order. */
+export interface Output {
+  /** Counter tables: add `sums` (and offer `maxes` / `mins`) under `keys`. */
+  add(table: string, keys: readonly Value[], sums: readonly number[], maxes?: readonly Value[], mins?: readonly Value[]): void;
+  /** Row tables: one row (keys then columns). */
+  row(table: string, keys: readonly Value[], columns: readonly Value[]): void;
+}
+
+export interface Projection {
+  readonly name: string;
+  /** Bump when the fold or the tables change: the projector rebuilds the read model. */
+  readonly version: number;
+  readonly tables: readonly TableSpec[];
+  /** Which groups it reads; most read messages only. */
+  readonly groups: readonly Group['kind'][];
+  project(group: Group, out: Output): void;
+}

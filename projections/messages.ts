@@ -1,0 +1,97 @@
+import { API_KEY, col, DIM_COLUMNS } from './kit/columns.js';
+import { campaignDims, messageFacts } from './kit/message-facts.js';
+import type { Group, LogEvent, Output, Projection } from './kit/types.js';
+
+/**
+ * /message and /message/{MessageID}: one row per message with its current status. The
+ * status is that of its latest event (by time; at equal times the later pipeline stage wins).
+ * A message's timeline (/messagehistory) is read straight from the log, which is indexed by
+ * (tenant, message).
+ */
+export const messages: Projection = {
+  name: 'messages',
+  version: 1,
+  groups: ['message'],
+  tables: [
+    {
+      kind: 'rows',
+      name: 'messages',
+      keys: [API_KEY, col('message_id', 'numeric')],
+      columns: [
+        col('contact_id', 'bigint'),
+        ...DIM_COLUMNS,
+        col('email', 'text'),
+        col('recipient_domain', 'text'),
+        col('esp', 'text'),
+        col('message_time', 'bigint', true),
+        col('status', 'text'),
+        col('state_id', 'integer', true),
+        col('is_state_permanent', 'boolean'),
+        col('first_open_at', 'bigint', true),
+        col('first_click_at', 'bigint', true),
+        col('last_activity_at', 'bigint'),
+        col('attempt_count', 'integer'),
+        col('event_count', 'integer'),
+      ],
+      indexes: [['api_key_id', 'message_time'], ['api_key_id', 'campaign_id', 'message_time'], ['api_key_id', 'email'], ['api_key_id', 'status']],
+    },
+  ],
+  project(group: Group, out: Output): void {
+    const f = messageFacts(group);
+    let latest: LogEvent | null = null;
+    let failure: LogEvent | null = null;
+    for (const e of f.events) {
+      if (latest === null || e.time > latest.time || (e.time === latest.time && RANK[e.type] >= RANK[latest.type])) latest = e;
+      if (e.type === 'bounce' || e.type === 'blocked') failure = e;
+    }
+    const attempts = f.count.sent + f.count.deferred + f.count.bounced;
+    out.row(
+      'messages',
+      [f.apiKeyId, f.messageId],
+      [
+        f.contactId,
+        ...campaignDims(f),
+        f.email,
+        f.recipientDomain,
+        f.esp,
+        f.messageTime,
+        latest === null ? 'unknown' : statusOf(latest),
+        failure?.stateId ?? null,
+        failure !== null && (failure.type === 'blocked' || failure.hardBounce),
+        f.first.opened?.time ?? null,
+        f.first.clicked?.time ?? null,
+        f.lastActivity,
+        attempts,
+        f.events.length,
+      ],
+    );
+  },
+};
+
+/** Pipeline order, for events with the same time. */
+const RANK: Record<LogEvent['type'], number> = {
+  campaign: 0,
+  queued: 1,
+  deferred: 2,
+  sent: 3,
+  bounce: 4,
+  blocked: 4,
+  open: 5,
+  click: 6,
+  spam: 7,
+  unsub: 8,
+};
+
+/** Mailjet's message Status strings. */
+function statusOf(e: LogEvent): string {
+  switch (e.type) {
+    case 'open':
+      return 'opened';
+    case 'click':
+      return 'clicked';
+    case 'bounce':
+      return e.hardBounce ? 'hardbounced' : 'softbounced';
+    default:
+      return e.type;
+  }
+}

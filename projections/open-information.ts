@@ -1,0 +1,53 @@
+import { userAgentId } from './click-statistics.js';
+import { API_KEY, col, DIM_COLUMNS } from './kit/columns.js';
+import { campaignDims, messageFacts } from './kit/message-facts.js';
+import type { Group, Output, Projection } from './kit/types.js';
+
+/**
+ * /openinformation: one row per opened message, from its first open (smallest time, ties by
+ * EventID). `arrived_at` is the message's first `sent` (its message time when it has none).
+ */
+export const openInformation: Projection = {
+  name: 'open-information',
+  version: 1,
+  groups: ['message'],
+  tables: [
+    {
+      kind: 'rows',
+      name: 'open_info',
+      keys: [API_KEY, col('message_id', 'numeric')],
+      columns: [
+        col('id', 'bigint'),
+        col('contact_id', 'bigint'),
+        ...DIM_COLUMNS,
+        col('opened_at', 'bigint'),
+        col('arrived_at', 'bigint', true),
+        col('user_agent_id', 'bigint'),
+        col('user_agent_full', 'text'),
+        col('ua_platform', 'text'),
+        col('ua_client', 'text'),
+      ],
+      indexes: [['api_key_id', 'id'], ['api_key_id', 'opened_at'], ['api_key_id', 'campaign_id', 'opened_at']],
+    },
+  ],
+  project(group: Group, out: Output): void {
+    const f = messageFacts(group);
+    const open = f.first.opened;
+    if (open === null) return;
+    out.row(
+      'open_info',
+      [f.apiKeyId, f.messageId],
+      [
+        String(open.position),
+        f.contactId,
+        ...campaignDims(f),
+        open.time,
+        f.first.sent?.time ?? f.messageTime,
+        userAgentId(open.uaPlatform, open.uaClient),
+        open.agent,
+        open.uaPlatform,
+        open.uaClient,
+      ],
+    );
+  },
+};

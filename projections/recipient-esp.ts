@@ -1,0 +1,33 @@
+import { API_KEY, bigints, col } from './kit/columns.js';
+import { isAttempted, messageFacts } from './kit/message-facts.js';
+import type { Group, Output, Projection } from './kit/types.js';
+
+/**
+ * /statistics/recipient-esp: distinct-message counts per campaign and recipient ESP (from the
+ * recipient's domain, classified at ingest). Attempted = processed and not blocked; the API
+ * derives the rates from these counts.
+ */
+export const recipientEsp: Projection = {
+  name: 'recipient-esp',
+  version: 1,
+  groups: ['message'],
+  tables: [
+    {
+      kind: 'counters',
+      name: 'recipient_esp_stats',
+      keys: [API_KEY, col('campaign_id', 'bigint'), col('esp', 'text')],
+      sums: bigints('attempted', 'delivered', 'opened', 'clicked', 'deferred', 'soft_bounced', 'hard_bounced', 'unsub', 'spam'),
+    },
+  ],
+  project(group: Group, out: Output): void {
+    const f = messageFacts(group);
+    if (f.campaignId === '0') return;
+    const c = f.count;
+    const has = (n: number) => (n > 0 ? 1 : 0);
+    out.add(
+      'recipient_esp_stats',
+      [f.apiKeyId, f.campaignId, f.esp === '' ? 'others' : f.esp],
+      [isAttempted(f) ? 1 : 0, has(c.sent), has(c.opened), has(c.clicked), has(c.deferred), has(c.softBounced), has(c.hardBounced), has(c.unsub), has(c.spam)],
+    );
+  },
+};

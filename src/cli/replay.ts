@@ -1,0 +1,108 @@
+import cliProgress from 'cli-progress';
+import { findProjection, PROJECTIONS, type Projection } from '../../projections/index.js';
+import type { Config } from '../config.js';
+import { connectDb } from '../db/connect.js';
+import { migrateToLatest } from '../db/migrate.js';
+import { replay, type ReplayPhase, type ReplayProgress } from '../projector/replay.js';
+import { ensureProjectionTables } from '../projector/tables.js';
+
+const PHASE_LABELS: Record<ReplayPhase, string> = {
+  read: 'reading the log  ',
+  fold: 'folding          ',
+  write: 'writing tables   ',
+  index: 'indexing         ',
+  'catch-up': 'catching up      ',
+  swap: 'swapping in      ',
+};
+const UNITS: Record<ReplayPhase, string> = { read: 'positions', fold: 'groups', write: 'rows', index: 'tables', 'catch-up': 'positions', swap: '' };
+
+/** `mailtally replay [--projection a,b]`: rebuild read models from the log, with progress. */
+export async function runReplay(config: Config, only: string | undefined): Promise<number> {
+  const projections = selectProjections(only);
+  const db = await connectDb(config.database, { application: 'mailtally:replay' });
+  const bar = phaseBars();
+  const interrupted = () => {
+    bar.stop();
+    console.error('\nInterrupted: the live tables are untouched; run replay again to rebuild.');
+    process.exit(130);
+  };
+  process.once('SIGINT', interrupted);
+  try {
+    await migrateToLatest(db.kysely);
+    await ensureProjectionTables(db.kysely, PROJECTIONS);
+    const started = Date.now();
+    const report = await replay(db, projections, {
+      readBatch: config.projector.replayBatchSize,
+      catchUpBatch: config.projector.batchSize,
+      onProgress: (p) => bar.update(p),
+    });
+    bar.stop();
+    const seconds = (Date.now() - started) / 1000;
+    console.log(
+      JSON.stringify({
+        projections: report.projections,
+        position: Number(report.position),
+        events: report.events,
+        groups: report.groups,
+        rows: report.rows,
+        seconds: Number(seconds.toFixed(1)),
+        eventsPerSecond: Math.round(report.events / Math.max(seconds, 0.001)),
+      }),
+    );
+    return 0;
+  } finally {
+    process.off('SIGINT', interrupted);
+    bar.stop();
+    await db.close();
+  }
+}
+
+function selectProjections(only: string | undefined): Projection[] {
+  if (only === undefined) return [...PROJECTIONS];
+  const names = only.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  const unknown = names.filter((n) => findProjection(n) === undefined);
+  if (unknown.length > 0) {
+    throw new Error(`Unknown projection ${unknown.map((n) => `"${n}"`).join(', ')}; projections are ${PROJECTIONS.map((p) => p.name).join(', ')}`);
+  }
+  // Registry order: the swap locks tables in the same order as a live projector.
+  return PROJECTIONS.filter((p) => names.includes(p.name));
+}
+
+/** One bar per phase on a terminal (rate and ETA); a line every few seconds otherwise. */
+function phaseBars(): { update(p: ReplayProgress): void; stop(): void } {
+  let phase: ReplayPhase | null = null;
+  let bar: cliProgress.SingleBar | null = null;
+  let lastLine = 0;
+  let phaseStarted = Date.now();
+  const stop = () => {
+    bar?.stop();
+    bar = null;
+  };
+  return {
+    update(p) {
+      if (p.phase !== phase) {
+        stop();
+        phase = p.phase;
+        phaseStarted = Date.now();
+        if (process.stderr.isTTY) {
+          bar = new cliProgress.SingleBar(
+            { format: `${PHASE_LABELS[p.phase]} |{bar}| {percentage}% | {value}/{total} ${UNITS[p.phase]} | {rate}/s | ETA {eta_formatted}`, hideCursor: true },
+            cliProgress.Presets.shades_classic,
+          );
+          bar.start(Math.max(p.total, 1), 0, { rate: 0 });
+        } else {
+          process.stderr.write(`replay: ${PHASE_LABELS[p.phase].trim()} (${p.total} ${UNITS[p.phase]})\n`);
+        }
+      }
+      const rate = Math.round(p.done / Math.max((Date.now() - phaseStarted) / 1000, 0.001));
+      if (bar !== null) {
+        bar.setTotal(Math.max(p.total, 1));
+        bar.update(p.done, { rate });
+      } else if (Date.now() - lastLine > 5000) {
+        lastLine = Date.now();
+        process.stderr.write(`replay: ${PHASE_LABELS[p.phase].trim()} ${p.done}/${p.total} (${rate}/s)\n`);
+      }
+    },
+    stop,
+  };
+}

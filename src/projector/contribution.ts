@@ -1,0 +1,152 @@
+import type { Output, Projection, TableSpec, Value } from '../../projections/kit/types.js';
+
+/** A counter row as accumulated: key values, summed values, and one-way max / min values. */
+export interface CounterEntry {
+  readonly keys: readonly Value[];
+  readonly sums: number[];
+  readonly maxes: Value[];
+  readonly mins: Value[];
+}
+
+export interface RowEntry {
+  readonly keys: readonly Value[];
+  readonly columns: readonly Value[];
+}
+
+const SEP = '\u001f';
+
+export function keyOf(values: readonly Value[]): string {
+  return values.length === 1 ? String(values[0]) : values.join(SEP);
+}
+
+/** Orders values of one column: numbers, decimal-string ids (by magnitude), text. Null is "none". */
+export function compareValues(a: Value, b: Value): number {
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  const sa = String(a);
+  const sb = String(b);
+  if (/^\d+$/.test(sa) && /^\d+$/.test(sb) && sa.length !== sb.length) return sa.length - sb.length;
+  return sa < sb ? -1 : sa > sb ? 1 : 0;
+}
+
+function pick(current: Value, offered: Value, want: 1 | -1): Value {
+  if (offered === null) return current;
+  if (current === null) return offered;
+  return compareValues(offered, current) * want > 0 ? offered : current;
+}
+
+/**
+ * Everything one projection emits for a set of groups, merged by key: counter rows add up,
+ * row-table rows are collected. Used for a single group (so the projector can compare a
+ * group's contribution before and after a batch) and for a whole replay.
+ */
+export class Contribution implements Output {
+  readonly counters = new Map<string, Map<string, CounterEntry>>();
+  readonly rows = new Map<string, Map<string, RowEntry>>();
+
+  constructor(readonly projection: Projection) {
+    for (const t of projection.tables) {
+      if (t.kind === 'counters') this.counters.set(t.name, new Map());
+      else this.rows.set(t.name, new Map());
+    }
+  }
+
+  add(table: string, keys: readonly Value[], sums: readonly number[], maxes: readonly Value[] = [], mins: readonly Value[] = []): void {
+    const entries = this.counters.get(table);
+    if (entries === undefined) throw new Error(`${this.projection.name}: no counter table ${table}`);
+    const key = keyOf(keys);
+    const entry = entries.get(key);
+    if (entry === undefined) {
+      entries.set(key, { keys, sums: [...sums], maxes: [...maxes], mins: [...mins] });
+      return;
+    }
+    for (let i = 0; i < sums.length; i++) entry.sums[i] = (entry.sums[i] ?? 0) + (sums[i] ?? 0);
+    for (let i = 0; i < maxes.length; i++) entry.maxes[i] = pick(entry.maxes[i] ?? null, maxes[i] ?? null, 1);
+    for (let i = 0; i < mins.length; i++) entry.mins[i] = pick(entry.mins[i] ?? null, mins[i] ?? null, -1);
+  }
+
+  row(table: string, keys: readonly Value[], columns: readonly Value[]): void {
+    const entries = this.rows.get(table);
+    if (entries === undefined) throw new Error(`${this.projection.name}: no row table ${table}`);
+    entries.set(keyOf(keys), { keys, columns });
+  }
+}
+
+/** Changes to apply to one projection's tables. */
+export class Delta {
+  readonly counters = new Map<string, Map<string, CounterEntry>>();
+  readonly deletes = new Map<string, Map<string, readonly Value[]>>();
+  readonly upserts = new Map<string, Map<string, RowEntry>>();
+
+  constructor(readonly projection: Projection) {
+    for (const t of projection.tables) {
+      if (t.kind === 'counters') this.counters.set(t.name, new Map());
+      else {
+        this.deletes.set(t.name, new Map());
+        this.upserts.set(t.name, new Map());
+      }
+    }
+  }
+
+  /** Retract a group's previous contribution (null when it had none) and add its new one. */
+  apply(before: Contribution | null, after: Contribution): void {
+    for (const [table, entries] of after.counters) {
+      const out = this.counters.get(table) as Map<string, CounterEntry>;
+      const old = before?.counters.get(table);
+      for (const [key, e] of entries) {
+        const prev = old?.get(key);
+        const sums = prev === undefined ? e.sums : e.sums.map((v, i) => v - (prev.sums[i] ?? 0));
+        const sameBounds = prev !== undefined && sameValues(prev.maxes, e.maxes) && sameValues(prev.mins, e.mins);
+        if (sameBounds && sums.every((v) => v === 0)) continue;
+        addTo(out, key, e.keys, sums, e.maxes, e.mins);
+      }
+      if (old === undefined) continue;
+      for (const [key, prev] of old) {
+        if (entries.has(key)) continue;
+        addTo(out, key, prev.keys, prev.sums.map((v) => -v), [], []);
+      }
+    }
+    for (const [table, entries] of after.rows) {
+      const old = before?.rows.get(table);
+      const deletes = this.deletes.get(table) as Map<string, readonly Value[]>;
+      const upserts = this.upserts.get(table) as Map<string, RowEntry>;
+      for (const [key, row] of entries) {
+        const prev = old?.get(key);
+        if (prev !== undefined && sameValues(prev.columns, row.columns)) continue;
+        if (prev !== undefined) deletes.set(key, prev.keys);
+        upserts.set(key, row);
+      }
+      if (old === undefined) continue;
+      for (const [key, prev] of old) if (!entries.has(key)) deletes.set(key, prev.keys);
+    }
+  }
+
+  get isEmpty(): boolean {
+    for (const m of this.counters.values()) if (m.size > 0) return false;
+    for (const m of this.upserts.values()) if (m.size > 0) return false;
+    for (const m of this.deletes.values()) if (m.size > 0) return false;
+    return true;
+  }
+}
+
+function addTo(out: Map<string, CounterEntry>, key: string, keys: readonly Value[], sums: readonly number[], maxes: readonly Value[], mins: readonly Value[]): void {
+  const entry = out.get(key);
+  if (entry === undefined) {
+    out.set(key, { keys, sums: [...sums], maxes: [...maxes], mins: [...mins] });
+    return;
+  }
+  for (let i = 0; i < sums.length; i++) entry.sums[i] = (entry.sums[i] ?? 0) + (sums[i] ?? 0);
+  for (let i = 0; i < maxes.length; i++) entry.maxes[i] = pick(entry.maxes[i] ?? null, maxes[i] ?? null, 1);
+  for (let i = 0; i < mins.length; i++) entry.mins[i] = pick(entry.mins[i] ?? null, mins[i] ?? null, -1);
+}
+
+function sameValues(a: readonly Value[], b: readonly Value[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+export function tableSpec(projection: Projection, name: string): TableSpec {
+  const spec = projection.tables.find((t) => t.name === name);
+  if (spec === undefined) throw new Error(`${projection.name}: no table ${name}`);
+  return spec;
+}

@@ -1,0 +1,230 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import type { LogEvent, Projection, TableSpec, Value } from '../../projections/kit/types.js';
+import type { Db } from '../db/connect.js';
+import { logHead } from '../log/read.js';
+import { releaseLease, tryAcquireLease } from '../log/leases.js';
+import { bulkLoad } from './bulk-load.js';
+import { computeBatch, type Cursor, groupOf } from './batch.js';
+import { Contribution } from './contribution.js';
+import { byTimeThenId, type GroupKey, groupKeyOf, groupKeyString, readEventRange } from './read-groups.js';
+import { createIndexStatements, createTableStatements, execAll, SHADOW, swapStatements } from './tables.js';
+import { writeDelta } from './write-delta.js';
+
+export type ReplayPhase = 'read' | 'fold' | 'write' | 'index' | 'catch-up' | 'swap';
+
+export interface ReplayProgress {
+  phase: ReplayPhase;
+  done: number;
+  total: number;
+}
+
+export interface ReplayOptions {
+  /** Events per read while rebuilding (large: the rebuild is a scan). */
+  readonly readBatch: number;
+  /** Events per step while catching up with appends that came during the rebuild. */
+  readonly catchUpBatch: number;
+  readonly onProgress?: (p: ReplayProgress) => void;
+  readonly signal?: AbortSignal;
+  /**
+   * 'swap' (default) puts the rebuilt tables in service. 'verify' compares them with the live
+   * tables instead (EXCEPT both ways) and drops them: the live tables must be at the same
+   * position, i.e. caught up with a log that is not growing.
+   */
+  readonly mode?: 'swap' | 'verify';
+}
+
+export interface ReplayReport {
+  projections: string[];
+  /** The position the rebuilt tables reflect when swapped in. */
+  position: bigint;
+  events: number;
+  groups: number;
+  rows: number;
+  /** verify mode: per table, rows only in the live table and rows only in the rebuilt one. */
+  differences?: Record<string, { onlyLive: number; onlyRebuilt: number }>;
+}
+
+/**
+ * Rebuilds read models from position 0 without disturbing the live tables: every event is read
+ * once in position order, grouped by message (and campaign), folded by each projection into
+ * `<table>__shadow`, indexed, caught up with whatever was appended meanwhile, then swapped in and
+ * its checkpoint set in one transaction. A live projector keeps serving the old tables until the
+ * swap and then continues from the new checkpoint (its in-flight batch fails its
+ * compare-and-set and is retried). Interrupted, it leaves only shadow tables, which the next run
+ * drops: safe to rerun.
+ */
+export async function replay(db: Db, projections: readonly Projection[], options: ReplayOptions): Promise<ReplayReport> {
+  const owner = `replay-${randomUUID()}`;
+  const names = projections.map((p) => p.name);
+  for (const name of names) {
+    if (!(await tryAcquireLease(db.kysely, `replay:${name}`, owner, 24 * 3600_000))) {
+      throw new Error(`A replay of ${name} is already running`);
+    }
+  }
+  try {
+    return await rebuild(db, projections, options);
+  } finally {
+    for (const name of names) await releaseLease(db.kysely, `replay:${name}`, owner).catch(() => {});
+  }
+}
+
+async function rebuild(db: Db, projections: readonly Projection[], options: ReplayOptions): Promise<ReplayReport> {
+  const progress = options.onProgress ?? (() => {});
+  const tables = projections.flatMap((p) => p.tables);
+  for (const t of tables) await execAll(db.kysely, [`DROP TABLE IF EXISTS ${t.name}${SHADOW}`, ...createTableStatements(t, SHADOW, false)]);
+
+  const head = await logHead(db.kysely);
+  const groups = await readGroups(db, head, options, progress);
+
+  const groupCount = groups.size;
+  const contributions = foldAll(projections, groups, progress);
+  groups.clear();
+  const rows = await writeShadows(db, contributions, progress);
+
+  let done = 0;
+  for (const t of tables) {
+    await execAll(db.kysely, createIndexStatements(t, SHADOW));
+    progress({ phase: 'index', done: ++done, total: tables.length });
+  }
+
+  const report = { projections: projections.map((p) => p.name), position: head, events: Number(head), groups: groupCount, rows };
+  if (options.mode === 'verify') return { ...report, differences: await compareWithLive(db, tables) };
+  const position = await catchUp(db, projections, head, options, progress);
+  await swap(db, projections, position);
+  progress({ phase: 'swap', done: 1, total: 1 });
+  return { ...report, position };
+}
+
+async function compareWithLive(db: Db, tables: readonly TableSpec[]): Promise<Record<string, { onlyLive: number; onlyRebuilt: number }>> {
+  const differences: Record<string, { onlyLive: number; onlyRebuilt: number }> = {};
+  for (const t of tables) {
+    const shadow = t.name + SHADOW;
+    const count = async (a: string, b: string) => {
+      const { rows } = await sql<{ n: bigint }>`SELECT count(*) AS n FROM (SELECT * FROM ${sql.raw(a)} EXCEPT ALL SELECT * FROM ${sql.raw(b)}) d`.execute(db.kysely);
+      return Number(rows[0]?.n ?? 0);
+    };
+    differences[t.name] = { onlyLive: await count(t.name, shadow), onlyRebuilt: await count(shadow, t.name) };
+    await sql.raw(`DROP TABLE ${shadow}`).execute(db.kysely);
+  }
+  return differences;
+}
+
+interface PendingGroup {
+  readonly key: GroupKey;
+  readonly events: LogEvent[];
+}
+
+/** Every event up to `head`, in position order, into its group. */
+export async function readGroups(
+  db: Db,
+  head: bigint,
+  options: Pick<ReplayOptions, 'readBatch' | 'signal'>,
+  progress: (p: ReplayProgress) => void = () => {},
+): Promise<Map<string, PendingGroup>> {
+  const groups = new Map<string, PendingGroup>();
+  let after = 0n;
+  for (;;) {
+    options.signal?.throwIfAborted();
+    const events = await readEventRange(db.kysely, after, head, options.readBatch);
+    const last = events.at(-1);
+    if (last === undefined) break;
+    for (const e of events) {
+      const key = groupKeyOf(e);
+      const id = groupKeyString(key);
+      const g = groups.get(id);
+      if (g === undefined) groups.set(id, { key, events: [e] });
+      else g.events.push(e);
+    }
+    after = last.position;
+    progress({ phase: 'read', done: Number(after), total: Number(head) });
+  }
+  return groups;
+}
+
+/** Each projection's contribution of every group, merged. */
+export function foldAll(projections: readonly Projection[], groups: Map<string, PendingGroup>, progress: (p: ReplayProgress) => void = () => {}): Contribution[] {
+  const totals = projections.map((p) => new Contribution(p));
+  let done = 0;
+  for (const { key, events } of groups.values()) {
+    events.sort(byTimeThenId);
+    const group = groupOf(key, events);
+    projections.forEach((p, i) => {
+      if (p.groups.includes(key.kind)) p.project(group, totals[i] as Contribution);
+    });
+    if (++done % 50_000 === 0) progress({ phase: 'fold', done, total: groups.size });
+  }
+  progress({ phase: 'fold', done, total: groups.size });
+  return totals;
+}
+
+async function writeShadows(db: Db, contributions: readonly Contribution[], progress: (p: ReplayProgress) => void): Promise<number> {
+  const work: { spec: TableSpec; rows: Iterable<readonly Value[]> }[] = [];
+  let total = 0;
+  for (const c of contributions) {
+    for (const spec of c.projection.tables) {
+      if (spec.kind === 'counters') {
+        const entries = [...(c.counters.get(spec.name)?.values() ?? [])].filter((e) => e.sums.some((v) => v !== 0));
+        const nMax = spec.maxes?.length ?? 0;
+        const nMin = spec.mins?.length ?? 0;
+        total += entries.length;
+        work.push({
+          spec,
+          rows: entries.map((e) => [...e.keys, ...e.sums, ...pad(e.maxes, nMax), ...pad(e.mins, nMin)]),
+        });
+      } else {
+        const entries = c.rows.get(spec.name) ?? new Map();
+        total += entries.size;
+        work.push({ spec, rows: [...entries.values()].map((r) => [...r.keys, ...r.columns]) });
+      }
+    }
+  }
+  let done = 0;
+  for (const { spec, rows } of work) {
+    await bulkLoad(db, spec, spec.name + SHADOW, rows, (n) => progress({ phase: 'write', done: (done += n), total }));
+  }
+  return total;
+}
+
+function pad(values: readonly Value[], n: number): Value[] {
+  return Array.from({ length: n }, (_, i) => values[i] ?? null);
+}
+
+/** Applies what was appended since `from` to the shadow tables, until close to the head. */
+async function catchUp(db: Db, projections: readonly Projection[], from: bigint, options: ReplayOptions, progress: (p: ReplayProgress) => void): Promise<bigint> {
+  let position = from;
+  for (;;) {
+    const head = await logHead(db.kysely);
+    if (head - position <= options.catchUpBatch) return position;
+    const cursors: Cursor[] = projections.map((projection) => ({ projection, position }));
+    const batch = await computeBatch(db.kysely, cursors, options.catchUpBatch);
+    if (batch === null) return position;
+    await db.kysely.transaction().execute(async (trx) => {
+      for (const delta of batch.deltas.values()) await writeDelta(trx, delta, SHADOW);
+    });
+    position = batch.to;
+    progress({ phase: 'catch-up', done: Number(position), total: Number(head) });
+  }
+}
+
+/** Swaps the shadow tables in and sets each checkpoint, atomically. */
+async function swap(db: Db, projections: readonly Projection[], position: bigint): Promise<void> {
+  await db.kysely.transaction().execute(async (trx) => {
+    // Same lock order as a live runner's batch (tables in registry order, then checkpoints),
+    // so the two wait for each other instead of deadlocking.
+    const live = projections.flatMap((p) => p.tables.map((t) => t.name));
+    await sql.raw(`LOCK TABLE ${live.join(', ')} IN ACCESS EXCLUSIVE MODE`).execute(trx);
+    for (const p of projections) {
+      // Holding the checkpoint row makes a live runner's compare-and-set wait, then fail.
+      await sql`INSERT INTO checkpoints (name, position) VALUES (${p.name}, 0) ON CONFLICT (name) DO NOTHING`.execute(trx);
+      await sql`SELECT position FROM checkpoints WHERE name = ${p.name} FOR UPDATE`.execute(trx);
+    }
+    for (const p of projections) {
+      for (const t of p.tables) await execAll(trx, swapStatements(t));
+      await sql`UPDATE checkpoints SET position = ${position}, updated_at = now() WHERE name = ${p.name}`.execute(trx);
+      await sql`
+        INSERT INTO projections (name, version, built_at) VALUES (${p.name}, ${p.version}, now())
+        ON CONFLICT (name) DO UPDATE SET version = excluded.version, built_at = excluded.built_at`.execute(trx);
+    }
+  });
+}

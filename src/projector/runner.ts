@@ -1,0 +1,147 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Projection } from '../../projections/kit/types.js';
+import type { Db } from '../db/connect.js';
+import { describeError, isTransientDbError } from '../db/errors.js';
+import { advanceCheckpoint } from '../log/checkpoints.js';
+import { releaseLease, tryAcquireLease } from '../log/leases.js';
+import type { Logger } from '../logger.js';
+import { computeBatch, type Cursor } from './batch.js';
+import { Wakeup } from './wakeup.js';
+import { writeDelta } from './write-delta.js';
+
+export interface ProjectorOptions {
+  /** Events per batch. */
+  readonly batchSize: number;
+  /** Longest wait for new events when no notification arrives. */
+  readonly pollMs: number;
+  /** Lease lifetime; renewed every third of it. A dead runner's projections pass over after it. */
+  readonly leaseMs: number;
+}
+
+export interface ProjectorStats {
+  /** Projections this runner holds the lease of. */
+  held: string[];
+  batches: number;
+  events: number;
+  errors: number;
+}
+
+class CheckpointMoved extends Error {
+  constructor(name: string) {
+    super(`checkpoint of ${name} was moved by another runner`);
+  }
+}
+
+/**
+ * Keeps read models up to date: for the projections whose lease it holds, reads a batch after
+ * their checkpoints, folds it, and writes every delta and every checkpoint in one transaction.
+ * Wakes on the log's NOTIFY, falls back to polling; transient database errors back off and retry.
+ */
+export class Projector {
+  readonly owner = `projector-${randomUUID()}`;
+  readonly stats: ProjectorStats = { held: [], batches: 0, events: 0, errors: 0 };
+  readonly #held = new Set<string>();
+  readonly #wakeup: Wakeup;
+  #stopped = false;
+  #loop: Promise<void> | null = null;
+  #leaseTimer: NodeJS.Timeout | null = null;
+  #renewing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly db: Db,
+    private readonly projections: readonly Projection[],
+    private readonly options: ProjectorOptions,
+    private readonly log: Logger,
+  ) {
+    this.#wakeup = new Wakeup(db, log);
+  }
+
+  async start(): Promise<void> {
+    await this.#wakeup.start();
+    await this.#renewLeases();
+    this.#leaseTimer = setInterval(() => {
+      this.#renewing = this.#renewing.then(() => this.#renewLeases());
+    }, Math.max(100, Math.floor(this.options.leaseMs / 3)));
+    this.#loop = this.#run();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#wakeup.signal();
+    if (this.#leaseTimer !== null) clearInterval(this.#leaseTimer);
+    await this.#loop;
+    await this.#renewing;
+    await this.#wakeup.stop();
+    for (const name of this.#held) await releaseLease(this.db.kysely, leaseName(name), this.owner).catch(() => {});
+    this.#held.clear();
+  }
+
+  async #run(): Promise<void> {
+    let failures = 0;
+    while (!this.#stopped) {
+      try {
+        const worked = await this.step();
+        failures = 0;
+        if (!worked) await this.#wakeup.wait(this.options.pollMs);
+      } catch (err) {
+        failures += 1;
+        this.stats.errors += 1;
+        const transient = err instanceof CheckpointMoved || isTransientDbError(err);
+        const level = transient ? 'warn' : 'error';
+        this.log[level]({ err: describeError(err) }, 'projection batch failed; retrying');
+        await sleep(Math.min(30_000, (transient ? 200 : 2000) * 2 ** Math.min(failures - 1, 6)));
+      }
+    }
+  }
+
+  /** One batch for the held projections. False when there was nothing to do. */
+  async step(): Promise<boolean> {
+    const held = this.projections.filter((p) => this.#held.has(p.name));
+    if (held.length === 0) return false;
+    const positions = new Map(
+      (await this.db.kysely.selectFrom('checkpoints').select(['name', 'position']).where('name', 'in', held.map((p) => p.name)).execute()).map((r) => [
+        r.name,
+        r.position,
+      ]),
+    );
+    const cursors: Cursor[] = held.map((projection) => ({ projection, position: positions.get(projection.name) ?? 0n }));
+    const batch = await computeBatch(this.db.kysely, cursors, this.options.batchSize);
+    if (batch === null) return false;
+    await this.db.kysely.transaction().execute(async (trx) => {
+      for (const cursor of cursors) {
+        const delta = batch.deltas.get(cursor.projection.name);
+        if (delta === undefined) continue;
+        await writeDelta(trx, delta);
+        if (!(await advanceCheckpoint(trx, cursor.projection.name, cursor.position, batch.to))) throw new CheckpointMoved(cursor.projection.name);
+      }
+    });
+    this.stats.batches += 1;
+    this.stats.events += batch.events;
+    return true;
+  }
+
+  async #renewLeases(): Promise<void> {
+    if (this.#stopped) return;
+    for (const p of this.projections) {
+      try {
+        const ok = await tryAcquireLease(this.db.kysely, leaseName(p.name), this.owner, this.options.leaseMs);
+        if (ok && !this.#held.has(p.name)) {
+          this.#held.add(p.name);
+          this.log.info({ projection: p.name }, 'projection lease acquired');
+          this.#wakeup.signal();
+        } else if (!ok && this.#held.delete(p.name)) {
+          this.log.warn({ projection: p.name }, 'projection lease lost');
+        }
+      } catch (err) {
+        // Cannot tell whether we still hold it: stop applying until a renewal succeeds.
+        if (this.#held.delete(p.name)) this.log.warn({ projection: p.name, err: describeError(err) }, 'projection lease renewal failed');
+      }
+    }
+    this.stats.held = [...this.#held];
+  }
+}
+
+export function leaseName(projection: string): string {
+  return `projection:${projection}`;
+}

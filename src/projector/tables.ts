@@ -1,0 +1,78 @@
+import { type Kysely, sql } from 'kysely';
+import type { ColumnSpec, Projection, TableSpec } from '../../projections/kit/types.js';
+import type { Database } from '../db/schema.js';
+import { SQL_RECORD_TYPES } from './sql-types.js';
+
+/**
+ * DDL of the read-model tables, from the projection files' table specs. Live tables carry the
+ * spec's name; a rebuild fills `<name>__shadow` and swaps it in.
+ */
+
+export const SHADOW = '__shadow';
+
+export function allColumns(spec: TableSpec): ColumnSpec[] {
+  return spec.kind === 'counters'
+    ? [...spec.keys, ...spec.sums, ...(spec.maxes ?? []), ...(spec.mins ?? [])]
+    : [...spec.keys, ...spec.columns];
+}
+
+function columnDdl(c: ColumnSpec, isSum: boolean): string {
+  return `${c.name} ${SQL_RECORD_TYPES[c.type]}${c.nullable === true ? '' : ' NOT NULL'}${isSum ? ' DEFAULT 0' : ''}`;
+}
+
+function indexName(table: string, columns: readonly string[]): string {
+  return `${table}__${columns.join('_')}_idx`;
+}
+
+export function createTableStatements(spec: TableSpec, suffix = '', withIndexes = true): string[] {
+  const table = spec.name + suffix;
+  const sums = new Set(spec.kind === 'counters' ? spec.sums.map((c) => c.name) : []);
+  const columns = allColumns(spec).map((c) => columnDdl(c, sums.has(c.name)));
+  const statements = [
+    `CREATE TABLE IF NOT EXISTS ${table} (${columns.join(', ')}, CONSTRAINT ${table}_pkey PRIMARY KEY (${spec.keys.map((k) => k.name).join(', ')}))`,
+  ];
+  if (withIndexes) statements.push(...createIndexStatements(spec, suffix));
+  return statements;
+}
+
+export function createIndexStatements(spec: TableSpec, suffix = ''): string[] {
+  const table = spec.name + suffix;
+  return (spec.indexes ?? []).map((cols) => `CREATE INDEX IF NOT EXISTS ${indexName(table, cols)} ON ${table} (${cols.join(', ')})`);
+}
+
+/** Statements that replace the live table by its shadow (run inside one transaction). */
+export function swapStatements(spec: TableSpec): string[] {
+  const live = spec.name;
+  const shadow = live + SHADOW;
+  return [
+    `DROP TABLE IF EXISTS ${live}`,
+    `ALTER TABLE ${shadow} RENAME TO ${live}`,
+    `ALTER TABLE ${live} RENAME CONSTRAINT ${shadow}_pkey TO ${live}_pkey`,
+    ...(spec.indexes ?? []).map((cols) => `ALTER INDEX ${indexName(shadow, cols)} RENAME TO ${indexName(live, cols)}`),
+  ];
+}
+
+export async function execAll(db: Kysely<Database>, statements: readonly string[]): Promise<void> {
+  // One statement per call: PGlite runs parameterless SQL as a prepared statement.
+  for (const s of statements) await sql.raw(s).execute(db);
+}
+
+/**
+ * Creates every missing read-model table and records each projection's version the first
+ * time. Returns the projections whose tables were built by another version of their code
+ * (they need a rebuild).
+ */
+export async function ensureProjectionTables(db: Kysely<Database>, projections: readonly Projection[]): Promise<Projection[]> {
+  const stale: Projection[] = [];
+  const recorded = new Map((await db.selectFrom('projections').select(['name', 'version']).execute()).map((r) => [r.name, r.version]));
+  for (const p of projections) {
+    for (const t of p.tables) await execAll(db, createTableStatements(t));
+    const version = recorded.get(p.name);
+    if (version === undefined) {
+      await db.insertInto('projections').values({ name: p.name, version: p.version }).onConflict((oc) => oc.column('name').doNothing()).execute();
+    } else if (version !== p.version) {
+      stale.push(p);
+    }
+  }
+  return stale;
+}

@@ -1,0 +1,80 @@
+import { type Kysely, sql } from 'kysely';
+import type { ColumnSpec, TableSpec, Value } from '../../projections/kit/types.js';
+import type { Database } from '../db/schema.js';
+import { type CounterEntry, type Delta, tableSpec } from './contribution.js';
+import { SQL_RECORD_TYPES } from './sql-types.js';
+import { allColumns } from './tables.js';
+
+/**
+ * Writes one projection's delta: counter rows upserted (`n = t.n + excluded.n`, GREATEST /
+ * LEAST for one-way columns) and emptied rows deleted; replaced rows deleted then inserted.
+ * Rows travel as one JSON parameter (`json_to_recordset`), which both drivers handle.
+ */
+export async function writeDelta(trx: Kysely<Database>, delta: Delta, suffix = ''): Promise<void> {
+  const p = delta.projection;
+  for (const [name, entries] of delta.counters) {
+    if (entries.size === 0) continue;
+    await upsertCounters(trx, tableSpec(p, name), [...entries.values()], suffix);
+  }
+  for (const [name, deletes] of delta.deletes) {
+    if (deletes.size === 0) continue;
+    const spec = tableSpec(p, name);
+    const table = spec.name + suffix;
+    const keys = recordDef(spec.keys);
+    const match = spec.keys.map((k) => `t.${k.name} = d.${k.name}`).join(' AND ');
+    await sql`DELETE FROM ${sql.raw(table)} AS t USING json_to_recordset(${json(spec.keys, [...deletes.values()])}) AS d(${sql.raw(keys)}) WHERE ${sql.raw(match)}`.execute(trx);
+  }
+  for (const [name, upserts] of delta.upserts) {
+    if (upserts.size === 0) continue;
+    const spec = tableSpec(p, name);
+    await insertRows(trx, spec, [...upserts.values()].map((r) => [...r.keys, ...r.columns]), suffix);
+  }
+}
+
+async function upsertCounters(trx: Kysely<Database>, spec: TableSpec, entries: CounterEntry[], suffix: string): Promise<void> {
+  if (spec.kind !== 'counters') throw new Error(`${spec.name} is not a counter table`);
+  const table = spec.name + suffix;
+  const maxes = spec.maxes ?? [];
+  const mins = spec.mins ?? [];
+  const columns = [...spec.keys, ...spec.sums, ...maxes, ...mins];
+  const values = entries.map((e) => [...e.keys, ...e.sums, ...padded(e.maxes, maxes.length), ...padded(e.mins, mins.length)]);
+  const names = columns.map((c) => c.name).join(', ');
+  const updates = [
+    ...spec.sums.map((c) => `${c.name} = t.${c.name} + excluded.${c.name}`),
+    ...maxes.map((c) => `${c.name} = GREATEST(t.${c.name}, excluded.${c.name})`),
+    ...mins.map((c) => `${c.name} = LEAST(t.${c.name}, excluded.${c.name})`),
+  ].join(', ');
+  await sql`
+    INSERT INTO ${sql.raw(table)} AS t (${sql.raw(names)})
+    SELECT ${sql.raw(names)} FROM json_to_recordset(${json(columns, values)}) AS d(${sql.raw(recordDef(columns))})
+    ON CONFLICT (${sql.raw(spec.keys.map((k) => k.name).join(', '))}) DO UPDATE SET ${sql.raw(updates)}`.execute(trx);
+
+  // Only a retraction can empty a row.
+  const shrinking = entries.filter((e) => e.sums.some((v) => v < 0)).map((e) => [...e.keys]);
+  if (shrinking.length === 0) return;
+  const match = spec.keys.map((k) => `t.${k.name} = d.${k.name}`).join(' AND ');
+  const empty = spec.sums.map((c) => `t.${c.name} = 0`).join(' AND ');
+  await sql`DELETE FROM ${sql.raw(table)} AS t USING json_to_recordset(${json(spec.keys, shrinking)}) AS d(${sql.raw(recordDef(spec.keys))}) WHERE ${sql.raw(match)} AND ${sql.raw(empty)}`.execute(trx);
+}
+
+export async function insertRows(trx: Kysely<Database>, spec: TableSpec, rows: readonly (readonly Value[])[], suffix = ''): Promise<void> {
+  const table = spec.name + suffix;
+  const columns = allColumns(spec);
+  const names = columns.map((c) => c.name).join(', ');
+  await sql`
+    INSERT INTO ${sql.raw(table)} (${sql.raw(names)})
+    SELECT ${sql.raw(names)} FROM json_to_recordset(${json(columns, rows)}) AS d(${sql.raw(recordDef(columns))})`.execute(trx);
+}
+
+function padded(values: readonly Value[], n: number): Value[] {
+  return Array.from({ length: n }, (_, i) => values[i] ?? null);
+}
+
+function recordDef(columns: readonly ColumnSpec[]): string {
+  return columns.map((c) => `${c.name} ${SQL_RECORD_TYPES[c.type]}`).join(', ');
+}
+
+/** Rows as a JSON array of objects; ids stay strings (Postgres reads them into bigint / numeric). */
+function json(columns: readonly ColumnSpec[], rows: readonly (readonly Value[])[]): string {
+  return JSON.stringify(rows.map((r) => Object.fromEntries(columns.map((c, i) => [c.name, r[i] ?? null]))));
+}
