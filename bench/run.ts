@@ -5,6 +5,8 @@ import type { Bench, BenchOptions } from './support/options.js';
 
 const BENCHES: Record<string, () => Promise<Bench>> = {
   ingest: async () => (await import('./ingest.js')).runIngestBench,
+  replay: async () => (await import('./replay.js')).runReplayBench,
+  freshness: async () => (await import('./freshness.js')).runFreshnessBench,
 };
 
 class UsageError extends Error {}

@@ -9,7 +9,7 @@ import type { Group, Output, Projection } from './kit/types.js';
  */
 export const recipientEsp: Projection = {
   name: 'recipient-esp',
-  version: 1,
+  version: 2,
   groups: ['message'],
   tables: [
     {
@@ -24,10 +24,10 @@ export const recipientEsp: Projection = {
     if (f.campaignId === '0') return;
     const c = f.count;
     const has = (n: number) => (n > 0 ? 1 : 0);
-    out.add(
-      'recipient_esp_stats',
-      [f.apiKeyId, f.campaignId, f.esp === '' ? 'others' : f.esp],
-      [isAttempted(f) ? 1 : 0, has(c.sent), has(c.opened), has(c.clicked), has(c.deferred), has(c.softBounced), has(c.hardBounced), has(c.unsub), has(c.spam)],
-    );
+    const sums = [isAttempted(f) ? 1 : 0, has(c.sent), has(c.opened), has(c.clicked), has(c.deferred), has(c.softBounced), has(c.hardBounced), has(c.unsub), has(c.spam)];
+    // A blocked message counts nowhere here: emit nothing rather than a row of zeros (the live
+    // projector would store it, a replay would not).
+    if (sums.every((n) => n === 0)) return;
+    out.add('recipient_esp_stats', [f.apiKeyId, f.campaignId, f.esp === '' ? 'others' : f.esp], sums);
   },
 };

@@ -26,7 +26,7 @@ export interface LogEvent {
   readonly url: string;
   readonly uaPlatform: string;
   readonly uaClient: string;
-  /** The raw user-agent string (open and click). */
+  /** The raw user-agent string (opens only: /openinformation shows the first open's). */
   readonly agent: string;
   readonly geo: string;
   readonly hardBounce: boolean;

@@ -94,6 +94,8 @@ export class Delta {
       const old = before?.counters.get(table);
       for (const [key, e] of entries) {
         const prev = old?.get(key);
+        // A row whose sums are all zero does not exist (a replay never writes one).
+        if (prev === undefined && e.sums.every((v) => v === 0)) continue;
         const sums = prev === undefined ? e.sums : e.sums.map((v, i) => v - (prev.sums[i] ?? 0));
         const sameBounds = prev !== undefined && sameValues(prev.maxes, e.maxes) && sameValues(prev.mins, e.mins);
         if (sameBounds && sums.every((v) => v === 0)) continue;
@@ -101,7 +103,7 @@ export class Delta {
       }
       if (old === undefined) continue;
       for (const [key, prev] of old) {
-        if (entries.has(key)) continue;
+        if (entries.has(key) || prev.sums.every((v) => v === 0)) continue;
         addTo(out, key, prev.keys, prev.sums.map((v) => -v), [], []);
       }
     }

@@ -12,7 +12,7 @@ const EVENT_COLUMNS = sql.raw(`
   coalesce(email, '') AS email, coalesce(recipient_domain, '') AS recipient_domain, coalesce(esp, '') AS esp,
   coalesce(sender, '') AS sender, coalesce(sender_domain, '') AS sender_domain, coalesce(custom_campaign, '') AS custom_campaign,
   coalesce(url, '') AS url, coalesce(ua_platform, '') AS ua_platform, coalesce(ua_client, '') AS ua_client,
-  CASE WHEN type IN ('open', 'click') THEN coalesce(payload->>'agent', '') ELSE '' END AS agent,
+  CASE WHEN type = 'open' THEN coalesce(payload->>'agent', '') ELSE '' END AS agent,
   coalesce(geo, '') AS geo, coalesce(hard_bounce, false) AS hard_bounce, coalesce(blocked, false) AS blocked,
   coalesce(error_related_to, '') AS error_related_to, coalesce(error, '') AS error, state_id,
   CASE WHEN type = 'campaign' THEN payload END AS campaign_payload`);
@@ -146,8 +146,18 @@ export function byTimeThenId(a: LogEvent, b: LogEvent): number {
 }
 
 /** Events after `after` up to `upTo`, in position order, `limit` at a time (for rebuilds). */
-export async function readEventRange(db: Kysely<Database>, after: bigint, upTo: bigint, limit: number): Promise<LogEvent[]> {
+export async function readEventRange(db: Kysely<Database>, after: bigint, upTo: bigint, limit: number, filter = ''): Promise<LogEvent[]> {
   const { rows } = await sql<EventSqlRow>`
-    SELECT ${EVENT_COLUMNS} FROM events WHERE position > ${after} AND position <= ${upTo} ORDER BY position LIMIT ${limit}`.execute(db);
+    SELECT ${EVENT_COLUMNS} FROM events WHERE position > ${after} AND position <= ${upTo}${sql.raw(filter)} ORDER BY position LIMIT ${limit}`.execute(db);
   return rows.map(toLogEvent);
+}
+
+/**
+ * SQL condition (with a leading AND) keeping the events of partition `index` of `count`: every
+ * event of a group lands in the same partition, so a rebuild can fold one partition at a time.
+ */
+export function partitionFilter(index: number, count: number): string {
+  if (count <= 1) return '';
+  const group = "api_key_id::text || CASE WHEN type = 'campaign' THEN ':c' || campaign_id::text ELSE ':m' || coalesce(message_id::text, '') END";
+  return ` AND (hashtext(${group}) & 2147483647) % ${count} = ${index}`;
 }

@@ -5,9 +5,10 @@ import type { Db } from '../db/connect.js';
 import { logHead } from '../log/read.js';
 import { releaseLease, tryAcquireLease } from '../log/leases.js';
 import { bulkLoad } from './bulk-load.js';
+import { copyEventRange } from './copy-reader.js';
 import { computeBatch, type Cursor, groupOf } from './batch.js';
 import { Contribution } from './contribution.js';
-import { byTimeThenId, type GroupKey, groupKeyOf, groupKeyString, readEventRange } from './read-groups.js';
+import { byTimeThenId, type GroupKey, groupKeyOf, groupKeyString, partitionFilter, readEventRange } from './read-groups.js';
 import { createIndexStatements, createTableStatements, execAll, SHADOW, swapStatements } from './tables.js';
 import { writeDelta } from './write-delta.js';
 
@@ -32,6 +33,8 @@ export interface ReplayOptions {
    * position, i.e. caught up with a log that is not growing.
    */
   readonly mode?: 'swap' | 'verify';
+  /** Events folded in memory at a time (the log is read once per partition of this size). */
+  readonly partitionEvents?: number;
 }
 
 export interface ReplayReport {
@@ -75,18 +78,17 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
   for (const t of tables) await execAll(db.kysely, [`DROP TABLE IF EXISTS ${t.name}${SHADOW}`, ...createTableStatements(t, SHADOW, false)]);
 
   const head = await logHead(db.kysely);
-  const groups = await readGroups(db, head, options, progress);
+  let rows = 0;
+  const { totals, groups: groupCount } = await foldLog(db, projections, head, options, async (parts) => {
+    rows += await writeShadows(db, parts, 'rows', () => {});
+  }, progress);
+  rows += await writeShadows(db, totals, 'counters', progress);
 
-  const groupCount = groups.size;
-  const contributions = foldAll(projections, groups, progress);
-  groups.clear();
-  const rows = await writeShadows(db, contributions, progress);
-
-  let done = 0;
-  for (const t of tables) {
+  let indexed = 0;
+  await inParallel(db.pool !== null ? 2 : 1, tables, async (t) => {
     await execAll(db.kysely, createIndexStatements(t, SHADOW));
-    progress({ phase: 'index', done: ++done, total: tables.length });
-  }
+    progress({ phase: 'index', done: ++indexed, total: tables.length });
+  });
 
   const report = { projections: projections.map((p) => p.name), position: head, events: Number(head), groups: groupCount, rows };
   if (options.mode === 'verify') return { ...report, differences: await compareWithLive(db, tables) };
@@ -120,15 +122,11 @@ export async function readGroups(
   db: Db,
   head: bigint,
   options: Pick<ReplayOptions, 'readBatch' | 'signal'>,
-  progress: (p: ReplayProgress) => void = () => {},
+  filter = '',
+  onRead: (events: number) => void = () => {},
 ): Promise<Map<string, PendingGroup>> {
   const groups = new Map<string, PendingGroup>();
-  let after = 0n;
-  for (;;) {
-    options.signal?.throwIfAborted();
-    const events = await readEventRange(db.kysely, after, head, options.readBatch);
-    const last = events.at(-1);
-    if (last === undefined) break;
+  const add = (events: readonly LogEvent[]) => {
     for (const e of events) {
       const key = groupKeyOf(e);
       const id = groupKeyString(key);
@@ -136,33 +134,74 @@ export async function readGroups(
       if (g === undefined) groups.set(id, { key, events: [e] });
       else g.events.push(e);
     }
+  };
+  if (db.pool !== null) {
+    await copyEventRange(db.pool, 0n, head, filter, (events) => {
+      options.signal?.throwIfAborted();
+      add(events);
+      onRead(events.length);
+    });
+    return groups;
+  }
+  let after = 0n;
+  for (;;) {
+    options.signal?.throwIfAborted();
+    const events = await readEventRange(db.kysely, after, head, options.readBatch, filter);
+    const last = events.at(-1);
+    if (last === undefined) break;
+    add(events);
+    onRead(events.length);
     after = last.position;
-    progress({ phase: 'read', done: Number(after), total: Number(head) });
   }
   return groups;
 }
 
 /** Each projection's contribution of every group, merged. */
-export function foldAll(projections: readonly Projection[], groups: Map<string, PendingGroup>, progress: (p: ReplayProgress) => void = () => {}): Contribution[] {
-  const totals = projections.map((p) => new Contribution(p));
-  let done = 0;
-  for (const { key, events } of groups.values()) {
+export function foldGroups(totals: readonly Contribution[], groups: Map<string, PendingGroup>): void {
+  for (const [id, { key, events }] of groups) {
     events.sort(byTimeThenId);
     const group = groupOf(key, events);
-    projections.forEach((p, i) => {
-      if (p.groups.includes(key.kind)) p.project(group, totals[i] as Contribution);
-    });
-    if (++done % 50_000 === 0) progress({ phase: 'fold', done, total: groups.size });
+    for (const c of totals) if (c.projection.groups.includes(key.kind)) c.projection.project(group, c);
+    groups.delete(id);
   }
-  progress({ phase: 'fold', done, total: groups.size });
-  return totals;
 }
 
-async function writeShadows(db: Db, contributions: readonly Contribution[], progress: (p: ReplayProgress) => void): Promise<number> {
+/**
+ * Reads and folds the whole log, one partition of groups at a time so memory holds one
+ * partition's events (plus the counter totals). Row tables are handed to `sink` after each
+ * partition; with no sink nothing is written (the benchmark's read+aggregate baseline).
+ */
+export async function foldLog(
+  db: Db,
+  projections: readonly Projection[],
+  head: bigint,
+  options: Pick<ReplayOptions, 'readBatch' | 'signal' | 'partitionEvents'>,
+  sink: ((rowTables: readonly Contribution[]) => Promise<void>) | null,
+  progress: (p: ReplayProgress) => void = () => {},
+): Promise<{ totals: Contribution[]; groups: number }> {
+  const totals = projections.map((p) => new Contribution(p));
+  const partitions = Math.max(1, Math.ceil(Number(head) / (options.partitionEvents ?? 400_000)));
+  let read = 0;
+  let groupCount = 0;
+  for (let i = 0; i < partitions; i++) {
+    const groups = await readGroups(db, head, options, partitionFilter(i, partitions), (n) => {
+      read += n;
+      progress({ phase: 'read', done: read, total: Number(head) });
+    });
+    groupCount += groups.size;
+    foldGroups(totals, groups);
+    if (sink !== null) await sink(totals);
+    for (const c of totals) for (const m of c.rows.values()) m.clear();
+  }
+  return { totals, groups: groupCount };
+}
+
+async function writeShadows(db: Db, contributions: readonly Contribution[], kind: TableSpec['kind'], progress: (p: ReplayProgress) => void): Promise<number> {
   const work: { spec: TableSpec; rows: Iterable<readonly Value[]> }[] = [];
   let total = 0;
   for (const c of contributions) {
     for (const spec of c.projection.tables) {
+      if (spec.kind !== kind) continue;
       if (spec.kind === 'counters') {
         const entries = [...(c.counters.get(spec.name)?.values() ?? [])].filter((e) => e.sums.some((v) => v !== 0));
         const nMax = spec.maxes?.length ?? 0;
@@ -180,10 +219,20 @@ async function writeShadows(db: Db, contributions: readonly Contribution[], prog
     }
   }
   let done = 0;
-  for (const { spec, rows } of work) {
-    await bulkLoad(db, spec, spec.name + SHADOW, rows, (n) => progress({ phase: 'write', done: (done += n), total }));
-  }
+  // Tables load in parallel on Postgres (each COPY is its own server process); PGlite has one session.
+  await inParallel(db.pool !== null ? 3 : 1, work, ({ spec, rows }) =>
+    bulkLoad(db, spec, spec.name + SHADOW, rows, (n) => progress({ phase: 'write', done: (done += n), total })),
+  );
   return total;
+}
+
+/** Runs `work` over `items`, at most `limit` at a time. */
+async function inParallel<T>(limit: number, items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await work(items[next++] as T);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }
 
 function pad(values: readonly Value[], n: number): Value[] {

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Projection } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
 import { describeError, isTransientDbError } from '../db/errors.js';
-import { advanceCheckpoint } from '../log/checkpoints.js';
+import { advanceCheckpoints, ensureCheckpoints } from '../log/checkpoints.js';
 import { releaseLease, tryAcquireLease } from '../log/leases.js';
 import type { Logger } from '../logger.js';
 import { computeBatch, type Cursor } from './batch.js';
@@ -58,6 +58,7 @@ export class Projector {
   }
 
   async start(): Promise<void> {
+    await ensureCheckpoints(this.db.kysely, this.projections.map((p) => p.name));
     await this.#wakeup.start();
     await this.#renewLeases();
     this.#leaseTimer = setInterval(() => {
@@ -108,13 +109,10 @@ export class Projector {
     const cursors: Cursor[] = held.map((projection) => ({ projection, position: positions.get(projection.name) ?? 0n }));
     const batch = await computeBatch(this.db.kysely, cursors, this.options.batchSize);
     if (batch === null) return false;
+    const moves = cursors.filter((c) => batch.deltas.has(c.projection.name)).map((c) => ({ name: c.projection.name, expected: c.position }));
     await this.db.kysely.transaction().execute(async (trx) => {
-      for (const cursor of cursors) {
-        const delta = batch.deltas.get(cursor.projection.name);
-        if (delta === undefined) continue;
-        await writeDelta(trx, delta);
-        if (!(await advanceCheckpoint(trx, cursor.projection.name, cursor.position, batch.to))) throw new CheckpointMoved(cursor.projection.name);
-      }
+      for (const delta of batch.deltas.values()) await writeDelta(trx, delta);
+      if ((await advanceCheckpoints(trx, moves, batch.to)) !== moves.length) throw new CheckpointMoved(moves.map((m) => m.name).join(', '));
     });
     this.stats.batches += 1;
     this.stats.events += batch.events;

@@ -1,0 +1,218 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
+import hdr from 'hdr-histogram-js';
+import pg from 'pg';
+import { connectDb } from '../src/db/connect.js';
+import { migrateToLatest } from '../src/db/migrate.js';
+import { createApiKey } from '../src/keys/key-store.js';
+import { median, RESULTS_DIR, sourceVersion } from './ingest/report.js';
+import { Cleanup } from './support/cleanup.js';
+import { DEFAULT_TENANTS, generateEvents } from './support/generate.js';
+import type { BenchOptions } from './support/options.js';
+import { createBenchStream, createScratchDatabase, NATS_URL } from './support/scratch.js';
+
+/**
+ * `npm run bench -- freshness`: the service (ingest + projector, one process) against real NATS
+ * and Postgres; realistic traffic published at a steady 1k, 5k and 20k events/s; among it, probe
+ * messages (a `sent` for a new message of a dedicated tenant, 50 a second). For each probe:
+ * publish → stored in the log (its row's recorded_at) and publish → visible in the `messages`
+ * read model (polled every 2 ms). Same-run baseline: NATS publish → ack round trip alone.
+ */
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const RATES = [1000, 5000, 20_000];
+const PROBES_PER_SEC = 50;
+const DURATION_S = 15;
+
+export async function runFreshnessBench(opts: BenchOptions): Promise<void> {
+  const seconds = DURATION_S;
+  const cleanup = new Cleanup();
+  const onSignal = () => void cleanup.runAll().finally(() => process.exit(130));
+  process.once('SIGINT', onSignal);
+  try {
+    const results = [];
+    for (const rate of RATES) {
+      const perRun = [];
+      for (let run = 1; run <= opts.runs; run++) {
+        const r = await oneRun(cleanup, rate, seconds);
+        perRun.push(r);
+        process.stderr.write(
+          `${rate}/s run ${run}: visible p50 ${r.visible.p50} ms p99 ${r.visible.p99} ms max ${r.visible.max} | stored p50 ${r.stored.p50} p99 ${r.stored.p99} | NATS ack p50 ${r.natsAck.p50} p99 ${r.natsAck.p99} | achieved ${r.achievedRate}/s\n`,
+        );
+      }
+      results.push({
+        rate,
+        visibleP50: median(perRun.map((r) => r.visible.p50)),
+        visibleP99: median(perRun.map((r) => r.visible.p99)),
+        storedP50: median(perRun.map((r) => r.stored.p50)),
+        storedP99: median(perRun.map((r) => r.stored.p99)),
+        natsAckP50: median(perRun.map((r) => r.natsAck.p50)),
+        natsAckP99: median(perRun.map((r) => r.natsAck.p99)),
+        achievedRate: median(perRun.map((r) => r.achievedRate)),
+        perRun,
+      });
+    }
+    console.log(`\nfreshness: publish → visible in the read model (ms, medians of ${opts.runs} runs of ${seconds} s)`);
+    console.table(
+      Object.fromEntries(
+        results.map((r) => [
+          `${r.rate}/s`,
+          { 'visible p50': r.visibleP50, 'visible p99': r.visibleP99, 'in log p50': r.storedP50, 'in log p99': r.storedP99, 'baseline NATS ack p50': r.natsAckP50, 'baseline NATS ack p99': r.natsAckP99, 'achieved/s': r.achievedRate },
+        ]),
+      ),
+    );
+    mkdirSync(RESULTS_DIR, { recursive: true });
+    const file = join(RESULTS_DIR, `freshness-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+    writeFileSync(file, `${JSON.stringify({ benchmark: 'freshness', seconds, source: sourceVersion(), results }, null, 2)}\n`);
+    console.log(`results: ${file}`);
+  } finally {
+    process.off('SIGINT', onSignal);
+    await cleanup.runAll();
+  }
+}
+
+interface Percentiles {
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+async function oneRun(cleanup: Cleanup, rate: number, seconds: number) {
+  const scratch = await createScratchDatabase('mt_bench_fresh');
+  const dropDb = cleanup.add('scratch database', () => scratch.drop());
+  const db = await connectDb({ kind: 'postgres', url: scratch.url, poolSize: 2 });
+  await migrateToLatest(db.kysely);
+  for (let i = 0; i <= DEFAULT_TENANTS.length; i++) await createApiKey(db.kysely);
+  const probeTenant = String(DEFAULT_TENANTS.length + 1);
+  await db.close();
+
+  const nc = await connect({ servers: NATS_URL });
+  const jsm = await jetstreamManager(nc);
+  const stream = await createBenchStream(jsm);
+  const dropStream = cleanup.add('stream', () => stream.delete());
+  const child = startService(scratch.url, stream.stream, stream.subjectPrefix);
+  const stopChild = cleanup.add('service', () => stopProcess(child));
+
+  const poll = new pg.Client({ connectionString: scratch.url });
+  await poll.connect();
+  try {
+    await waitForProjector(poll);
+    const js = jetstream(nc);
+    const background = generateEvents({ count: rate * (seconds + 5), duplicateRate: 0 });
+    const publishedAt = new Map<string, number>();
+    const probePublishTimes = new Map<number, number>();
+    const visible = hdr.build();
+    const stored = hdr.build();
+    const natsAck = hdr.build();
+    let probeSeq = 0;
+    let published = 0;
+    const started = performance.now();
+    const end = started + seconds * 1000;
+    const inflight = new Set<Promise<unknown>>();
+    let nextProbeAt = started;
+    let pending: string[] = [];
+
+    const poller = (async () => {
+      while (performance.now() < end + 10_000 && (performance.now() < end || publishedAt.size > 0)) {
+        if (pending.length > 0) {
+          const { rows } = await poll.query<{ m: string }>('SELECT message_id::text AS m FROM messages WHERE api_key_id = $1 AND message_id = ANY($2::numeric[])', [probeTenant, pending]);
+          const now = performance.now();
+          const seen = new Set(rows.map((r) => r.m));
+          for (const m of seen) {
+            const t = publishedAt.get(m);
+            if (t !== undefined) visible.recordValue(Math.max(1, Math.round(now - t)));
+            publishedAt.delete(m);
+          }
+          pending = pending.filter((m) => !seen.has(m));
+        }
+        await new Promise((r) => setTimeout(r, 2));
+      }
+    })();
+
+    while (performance.now() < end) {
+      const tickStart = performance.now();
+      const due = Math.floor(((tickStart - started) / 1000) * rate) - published;
+      for (let i = 0; i < due; i++) {
+        const g = background.next();
+        if (g.done === true) break;
+        const p = js.publish(`${stream.subjectPrefix}.${g.value.apiKeyId}.${g.value.event}`, g.value.text, { msgID: g.value.eventId });
+        track(inflight, p);
+        published += 1;
+      }
+      while (performance.now() >= nextProbeAt && nextProbeAt < end) {
+        nextProbeAt += 1000 / PROBES_PER_SEC;
+        const messageId = String(9_000_000_000_000_000_000n + BigInt(++probeSeq));
+        const body = JSON.stringify({ event: 'sent', time: Math.floor(Date.now() / 1000), MessageID: messageId, email: `probe${probeSeq}@example.com`, mj_campaign_id: 1 });
+        const t0 = performance.now();
+        publishedAt.set(messageId, t0);
+        probePublishTimes.set(probeSeq, t0);
+        pending.push(messageId);
+        const p = js.publish(`${stream.subjectPrefix}.${probeTenant}.sent`, body, { msgID: `probe-${probeSeq}` }).then(() => natsAck.recordValue(Math.max(1, Math.round(performance.now() - t0))));
+        track(inflight, p);
+      }
+      if (inflight.size > 20_000) await Promise.race(inflight);
+      await new Promise((r) => setTimeout(r, 1));
+    }
+    const achievedRate = Math.round(published / ((performance.now() - started) / 1000));
+    await Promise.all(inflight);
+    await poller;
+    // publish → row stored: the probe rows' transaction time against their publish time.
+    const { rows } = await poll.query<{ m: string; at: string }>(
+      "SELECT message_id::text AS m, (extract(epoch FROM recorded_at) * 1000)::text AS at FROM events WHERE api_key_id = $1 AND type = 'sent'",
+      [probeTenant],
+    );
+    const offset = Date.now() - performance.now();
+    for (const r of rows) {
+      const seq = BigInt(r.m) - 9_000_000_000_000_000_000n;
+      const t = probePublishTimes.get(Number(seq));
+      if (t !== undefined) stored.recordValue(Math.max(1, Math.round(Number(r.at) - (t + offset))));
+    }
+    return { rate, achievedRate, probes: probeSeq, unseen: publishedAt.size, visible: pct(visible), stored: pct(stored), natsAck: pct(natsAck) };
+  } finally {
+    await poll.end();
+    await stopChild();
+    await dropStream();
+    await nc.drain();
+    await dropDb();
+  }
+}
+
+function track(set: Set<Promise<unknown>>, p: Promise<unknown>): void {
+  const tracked: Promise<unknown> = p.then(
+    (): boolean => set.delete(tracked),
+    (): boolean => set.delete(tracked),
+  );
+  set.add(tracked);
+}
+
+function pct(h: hdr.Histogram): Percentiles {
+  return { p50: h.getValueAtPercentile(50), p99: h.getValueAtPercentile(99), max: h.maxValue };
+}
+
+function startService(databaseUrl: string, stream: string, subjectPrefix: string): ChildProcess {
+  const env = { ...process.env, DATABASE_URL: databaseUrl, NATS_URL, NATS_STREAM: stream, NATS_SUBJECT_PREFIX: subjectPrefix, NATS_CONSUMER: `fresh-${stream}`, PORT: '0', LOG_LEVEL: 'warn', NODE_OPTIONS: '' };
+  const child = spawn(process.execPath, ['bin/mailtally.js', 'serve', '--roles', 'ingest,projector'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
+  return child;
+}
+
+async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function waitForProjector(poll: pg.Client): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    const { rows } = await poll.query<{ n: number }>("SELECT count(*)::int AS n FROM leases WHERE name LIKE 'projection:%' AND expires_at > now()");
+    if ((rows[0]?.n ?? 0) > 0) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('the projector did not start within 60 s');
+}

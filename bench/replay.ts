@@ -1,0 +1,153 @@
+import { sql } from 'kysely';
+import { PROJECTIONS } from '../projections/index.js';
+import { connectDb, type Db } from '../src/db/connect.js';
+import { migrateToLatest } from '../src/db/migrate.js';
+import { logHead } from '../src/log/read.js';
+import { foldLog, replay, type ReplayPhase } from '../src/projector/replay.js';
+import { ensureProjectionTables } from '../src/projector/tables.js';
+import { median, RESULTS_DIR, sourceVersion } from './ingest/report.js';
+import { loadLog } from './replay/load-log.js';
+import type { BenchOptions } from './support/options.js';
+import { createScratchDatabase, serverFacts } from './support/scratch.js';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/**
+ * `npm run bench -- replay`: rebuild every read model from a log of N generated events (default
+ * 2M), beside two baselines measured in the same run on the same log:
+ * - read+aggregate: the replay's own reader and fold (same partitions), in memory, writing nothing;
+ * - SQL GROUP BY: one set-based statement over the log computing per-campaign distinct-message
+ *   and event counts (what the server alone can do).
+ * Each phase runs `runs` times; medians and the ratio replay / read+aggregate are printed.
+ */
+export async function runReplayBench(opts: BenchOptions): Promise<void> {
+  const count = opts.events ?? 2_000_000;
+  const scratch = await createScratchDatabase('mt_bench_replay');
+  const db = await connectDb({ kind: 'postgres', url: scratch.url, poolSize: 4 }, { application: 'mailtally:bench' });
+  const onSignal = () => void db.close().then(() => scratch.drop()).finally(() => process.exit(130));
+  process.once('SIGINT', onSignal);
+  try {
+    await migrateToLatest(db.kysely);
+    await ensureProjectionTables(db.kysely, PROJECTIONS);
+    const loadStarted = Date.now();
+    const stored = await loadLog(db, count, (done) => progressLine(`loading log ${done}/${count}`));
+    await sql`VACUUM ANALYZE events`.execute(db.kysely);
+    const head = await logHead(db.kysely);
+    process.stderr.write(`\nlog: ${stored} events stored from ${count} generated (${((Date.now() - loadStarted) / 1000).toFixed(0)} s)\n`);
+
+    const runs: RunResult[] = [];
+    for (let run = 1; run <= opts.runs; run++) {
+      const groupBy = await timed(() => sqlGroupBy(db));
+      const readAggregate = await timed(() => readAndAggregate(db, head));
+      const product = await timedReplay(db);
+      runs.push({ groupByMs: groupBy.ms, readAggregateMs: readAggregate.ms, readAggregatePeakRssMb: readAggregate.peakRssMb, ...product });
+      const r = runs.at(-1) as RunResult;
+      process.stderr.write(
+        `run ${run}: replay ${rate(stored, r.replayMs)} ev/s | read+aggregate ${rate(stored, r.readAggregateMs)} ev/s | SQL GROUP BY ${rate(stored, r.groupByMs)} ev/s | phases ${JSON.stringify(r.phasesMs)}\n`,
+      );
+    }
+    const summary = {
+      benchmark: 'replay',
+      events: stored,
+      runs: runs.length,
+      replayEventsPerSec: Math.round(median(runs.map((r) => rate(stored, r.replayMs)))),
+      readAggregateEventsPerSec: Math.round(median(runs.map((r) => rate(stored, r.readAggregateMs)))),
+      sqlGroupByEventsPerSec: Math.round(median(runs.map((r) => rate(stored, r.groupByMs)))),
+      ratioToReadAggregate: Number(median(runs.map((r) => r.readAggregateMs / r.replayMs)).toFixed(2)),
+      replayPeakRssMb: Math.round(Math.max(...runs.map((r) => r.peakRssMb))),
+      rowsWritten: runs[0]?.rows ?? 0,
+      phasesMsMedian: Object.fromEntries(
+        Object.keys(runs[0]?.phasesMs ?? {}).map((p) => [p, Math.round(median(runs.map((r) => r.phasesMs[p as ReplayPhase] ?? 0)))]),
+      ),
+      source: sourceVersion(),
+      server: await serverFacts(),
+      perRun: runs,
+    };
+    printTable(summary);
+    mkdirSync(RESULTS_DIR, { recursive: true });
+    const file = join(RESULTS_DIR, `replay-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+    writeFileSync(file, `${JSON.stringify(summary, null, 2)}\n`);
+    console.log(`results: ${file}`);
+  } finally {
+    process.off('SIGINT', onSignal);
+    await db.close();
+    await scratch.drop();
+  }
+}
+
+interface RunResult {
+  groupByMs: number;
+  readAggregateMs: number;
+  readAggregatePeakRssMb: number;
+  replayMs: number;
+  peakRssMb: number;
+  rows: number;
+  phasesMs: Partial<Record<ReplayPhase, number>>;
+}
+
+async function sqlGroupBy(db: Db): Promise<void> {
+  await sql`
+    SELECT api_key_id, campaign_id,
+      count(DISTINCT message_id) FILTER (WHERE type IN ('queued', 'sent', 'deferred', 'bounce', 'blocked')) AS processed,
+      count(DISTINCT message_id) FILTER (WHERE type = 'sent') AS delivered,
+      count(DISTINCT message_id) FILTER (WHERE type = 'open') AS opened,
+      count(DISTINCT message_id) FILTER (WHERE type = 'click') AS clicked,
+      count(*) FILTER (WHERE type = 'open') AS open_events,
+      count(*) FILTER (WHERE type = 'click') AS click_events
+    FROM events GROUP BY api_key_id, campaign_id`.execute(db.kysely);
+}
+
+async function readAndAggregate(db: Db, head: bigint): Promise<void> {
+  await foldLog(db, PROJECTIONS, head, { readBatch: 50_000 }, null);
+}
+
+async function timedReplay(db: Db): Promise<{ replayMs: number; peakRssMb: number; rows: number; phasesMs: Partial<Record<ReplayPhase, number>> }> {
+  const phasesMs: Partial<Record<ReplayPhase, number>> = {};
+  let phase = null as ReplayPhase | null;
+  let phaseStart = Date.now();
+  const started = Date.now();
+  let peak = process.memoryUsage().rss;
+  const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 200);
+  const report = await replay(db, PROJECTIONS, {
+    readBatch: 50_000,
+    catchUpBatch: 5000,
+    onProgress: (p) => {
+      if (p.phase === phase) return;
+      if (phase !== null) phasesMs[phase] = Date.now() - phaseStart;
+      phase = p.phase;
+      phaseStart = Date.now();
+    },
+  });
+  if (phase !== null) phasesMs[phase] = Date.now() - phaseStart;
+  clearInterval(sampler);
+  return { replayMs: Date.now() - started, peakRssMb: peak / 2 ** 20, rows: report.rows, phasesMs };
+}
+
+async function timed(fn: () => Promise<void>): Promise<{ ms: number; peakRssMb: number }> {
+  global.gc?.();
+  let peak = process.memoryUsage().rss;
+  const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 200);
+  const started = Date.now();
+  await fn();
+  clearInterval(sampler);
+  return { ms: Date.now() - started, peakRssMb: peak / 2 ** 20 };
+}
+
+const rate = (events: number, ms: number): number => Math.round((events * 1000) / Math.max(ms, 1));
+
+let lastLine = 0;
+function progressLine(text: string): void {
+  if (Date.now() - lastLine < 2000) return;
+  lastLine = Date.now();
+  process.stderr.write(`${text}\n`);
+}
+
+function printTable(s: { events: number; replayEventsPerSec: number; readAggregateEventsPerSec: number; sqlGroupByEventsPerSec: number; ratioToReadAggregate: number; replayPeakRssMb: number; rowsWritten: number; phasesMsMedian: Record<string, number> }): void {
+  console.log(`\nreplay of ${s.events} events (medians)`);
+  console.table({
+    'replay (all projections, with writes)': { 'events/s': s.replayEventsPerSec },
+    'baseline: read + aggregate, no writes': { 'events/s': s.readAggregateEventsPerSec },
+    'baseline: SQL GROUP BY': { 'events/s': s.sqlGroupByEventsPerSec },
+  });
+  console.log(`ratio replay / read+aggregate: ${s.ratioToReadAggregate} | rows written: ${s.rowsWritten} | peak RSS ${s.replayPeakRssMb} MiB | phases (ms): ${JSON.stringify(s.phasesMsMedian)}`);
+}

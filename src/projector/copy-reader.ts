@@ -1,0 +1,87 @@
+import type pg from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
+import type { LogEvent } from '../../projections/kit/types.js';
+import type { EventType } from '../events/schema.js';
+
+/**
+ * The rebuild's reader on real Postgres: one `COPY (SELECT …) TO STDOUT` over the whole range,
+ * parsed line by line. Several times faster than row-by-row query results for millions of rows
+ * (no per-field type parsers, no per-row objects from the driver).
+ */
+
+const COLUMNS = `position, event_id, type, event_time, api_key_id, coalesce(message_id::text, ''), campaign_id, contact_id, list_id, sender_id,
+  email, recipient_domain, esp, sender, sender_domain, custom_campaign, url, ua_platform, ua_client,
+  CASE WHEN type = 'open' THEN payload->>'agent' END, geo, hard_bounce, blocked, error_related_to, error, state_id,
+  CASE WHEN type = 'campaign' THEN payload::text END`;
+
+export async function copyEventRange(pool: pg.Pool, after: bigint, upTo: bigint, filter: string, onEvents: (events: LogEvent[]) => void): Promise<void> {
+  const client = await pool.connect();
+  try {
+    const stream = client.query(copyTo(`COPY (SELECT ${COLUMNS} FROM events WHERE position > ${after} AND position <= ${upTo}${filter} ORDER BY position) TO STDOUT`));
+    let rest = '';
+    const decoder = new TextDecoder();
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      const text = rest + decoder.decode(chunk, { stream: true });
+      const lines = text.split('\n');
+      rest = lines.pop() ?? '';
+      const events = new Array<LogEvent>(lines.length);
+      for (let i = 0; i < lines.length; i++) events[i] = parseLine(lines[i] as string);
+      onEvents(events);
+    }
+    if (rest !== '') onEvents([parseLine(rest)]);
+  } finally {
+    client.release();
+  }
+}
+
+const interned = new Map<string, string>();
+/** Low-cardinality strings (types, ESPs, platforms, countries…) shared rather than copied per row. */
+function intern(s: string): string {
+  const found = interned.get(s);
+  if (found !== undefined) return found;
+  if (interned.size < 50_000) interned.set(s, s);
+  return s;
+}
+
+function text(v: string | undefined): string {
+  if (v === undefined || v === '\\N') return '';
+  return v.includes('\\') ? unescapeCopy(v) : v;
+}
+
+function unescapeCopy(v: string): string {
+  return v.replace(/\\(.)/g, (_, c: string) => (c === 't' ? '\t' : c === 'n' ? '\n' : c === 'r' ? '\r' : c === 'b' ? '\b' : c === 'f' ? '\f' : c === 'v' ? '\v' : c));
+}
+
+function parseLine(line: string): LogEvent {
+  const f = line.split('\t');
+  const payload = f[26];
+  return {
+    position: BigInt(f[0] as string),
+    eventId: text(f[1]),
+    type: intern(f[2] as string) as EventType,
+    time: Number(f[3]),
+    apiKeyId: intern(f[4] as string),
+    messageId: f[5] as string,
+    campaignId: intern(f[6] as string),
+    contactId: f[7] as string,
+    listId: intern(f[8] as string),
+    senderId: intern(f[9] as string),
+    email: text(f[10]),
+    recipientDomain: intern(text(f[11])),
+    esp: intern(text(f[12])),
+    sender: intern(text(f[13])),
+    senderDomain: intern(text(f[14])),
+    customCampaign: intern(text(f[15])),
+    url: text(f[16]),
+    uaPlatform: intern(text(f[17])),
+    uaClient: intern(text(f[18])),
+    agent: text(f[19]),
+    geo: intern(text(f[20])),
+    hardBounce: f[21] === 't',
+    blocked: f[22] === 't',
+    errorRelatedTo: intern(text(f[23])),
+    error: intern(text(f[24])),
+    stateId: f[25] === '\\N' || f[25] === undefined ? null : Number(f[25]),
+    campaignPayload: payload === undefined || payload === '\\N' ? null : (JSON.parse(text(payload)) as Record<string, unknown>),
+  };
+}
