@@ -30,32 +30,24 @@ export async function computeBatch(db: Kysely<Database>, cursors: readonly Curso
   if (read === null) return null;
   const groups = await fetchGroups(db, read.keys, read.last);
   const deltas = new Map<string, Delta>();
-  const oldGroups = new Map<string, Group | null>();
-  for (const cursor of cursors) {
-    if (cursor.position >= read.last) continue;
-    const delta = new Delta(cursor.projection);
-    for (const key of read.keys) {
-      if (!cursor.projection.groups.includes(key.kind)) continue;
-      const events = groups.get(groupKeyString(key)) ?? [];
-      const after = groupOf(key, events);
-      const before = beforeGroup(oldGroups, key, events, cursor.position);
-      delta.apply(before === null ? null : contributionOf(cursor.projection, before), contributionOf(cursor.projection, after));
+  const active = cursors.filter((c) => c.position < read.last);
+  for (const c of active) deltas.set(c.projection.name, new Delta(c.projection));
+  const positions = [...new Set(active.map((c) => c.position))];
+  for (const key of read.keys) {
+    const events = groups.get(groupKeyString(key)) ?? [];
+    const after = groupOf(key, events);
+    // The group as each cursor saw it (cursors usually agree: one filter for all).
+    for (const position of positions) {
+      const earlier = events.filter((e) => e.position <= position);
+      const before = earlier.length === 0 ? null : earlier.length === events.length ? after : groupOf(key, earlier);
+      if (before === after) continue;
+      for (const c of active) {
+        if (c.position !== position || !c.projection.groups.includes(key.kind)) continue;
+        (deltas.get(c.projection.name) as Delta).apply(before === null ? null : contributionOf(c.projection, before), contributionOf(c.projection, after));
+      }
     }
-    deltas.set(cursor.projection.name, delta);
   }
   return { to: read.last, events: Number(read.last - from), deltas };
-}
-
-/** The group as it was at `position` (memoized per group and position: cursors usually agree). */
-function beforeGroup(memo: Map<string, Group | null>, key: GroupKey, events: readonly LogEvent[], position: bigint): Group | null {
-  const memoKey = `${groupKeyString(key)}@${position}`;
-  let group = memo.get(memoKey);
-  if (group === undefined) {
-    const earlier = events.filter((e) => e.position <= position);
-    group = earlier.length === 0 ? null : earlier.length === events.length ? groupOf(key, events) : groupOf(key, earlier);
-    memo.set(memoKey, group);
-  }
-  return group;
 }
 
 const groupObjects = new WeakMap<readonly LogEvent[], Group>();

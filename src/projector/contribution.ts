@@ -16,7 +16,9 @@ export interface RowEntry {
 const SEP = '\u001f';
 
 export function keyOf(values: readonly Value[]): string {
-  return values.length === 1 ? String(values[0]) : values.join(SEP);
+  let key = String(values[0]);
+  for (let i = 1; i < values.length; i++) key += SEP + String(values[i]);
+  return key;
 }
 
 /** Orders values of one column: numbers, decimal-string ids (by magnitude), text. Null is "none". */

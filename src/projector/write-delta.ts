@@ -8,7 +8,7 @@ import { allColumns } from './tables.js';
 /**
  * Writes one projection's delta: counter rows upserted (`n = t.n + excluded.n`, GREATEST /
  * LEAST for one-way columns) and emptied rows deleted; replaced rows deleted then inserted.
- * Rows travel as one JSON parameter (`json_to_recordset`), which both drivers handle.
+ * Rows travel as one JSON parameter (see `records`), which both drivers handle.
  */
 export async function writeDelta(trx: Kysely<Database>, delta: Delta, suffix = ''): Promise<void> {
   const p = delta.projection;
@@ -20,9 +20,8 @@ export async function writeDelta(trx: Kysely<Database>, delta: Delta, suffix = '
     if (deletes.size === 0) continue;
     const spec = tableSpec(p, name);
     const table = spec.name + suffix;
-    const keys = recordDef(spec.keys);
     const match = spec.keys.map((k) => `t.${k.name} = d.${k.name}`).join(' AND ');
-    await sql`DELETE FROM ${sql.raw(table)} AS t USING json_to_recordset(${json(spec.keys, [...deletes.values()])}) AS d(${sql.raw(keys)}) WHERE ${sql.raw(match)}`.execute(trx);
+    await sql`DELETE FROM ${sql.raw(table)} AS t USING ${records(spec.keys, [...deletes.values()])} WHERE ${sql.raw(match)}`.execute(trx);
   }
   for (const [name, upserts] of delta.upserts) {
     if (upserts.size === 0) continue;
@@ -38,6 +37,7 @@ async function upsertCounters(trx: Kysely<Database>, spec: TableSpec, entries: C
   const mins = spec.mins ?? [];
   const columns = [...spec.keys, ...spec.sums, ...maxes, ...mins];
   const values = entries.map((e) => [...e.keys, ...e.sums, ...padded(e.maxes, maxes.length), ...padded(e.mins, mins.length)]);
+  // Rows travel as JSON arrays; see `records`.
   const names = columns.map((c) => c.name).join(', ');
   const updates = [
     ...spec.sums.map((c) => `${c.name} = t.${c.name} + excluded.${c.name}`),
@@ -46,7 +46,7 @@ async function upsertCounters(trx: Kysely<Database>, spec: TableSpec, entries: C
   ].join(', ');
   await sql`
     INSERT INTO ${sql.raw(table)} AS t (${sql.raw(names)})
-    SELECT ${sql.raw(names)} FROM json_to_recordset(${json(columns, values)}) AS d(${sql.raw(recordDef(columns))})
+    SELECT ${sql.raw(names)} FROM ${records(columns, values)}
     ON CONFLICT (${sql.raw(spec.keys.map((k) => k.name).join(', '))}) DO UPDATE SET ${sql.raw(updates)}`.execute(trx);
 
   // Only a retraction can empty a row.
@@ -54,7 +54,7 @@ async function upsertCounters(trx: Kysely<Database>, spec: TableSpec, entries: C
   if (shrinking.length === 0) return;
   const match = spec.keys.map((k) => `t.${k.name} = d.${k.name}`).join(' AND ');
   const empty = spec.sums.map((c) => `t.${c.name} = 0`).join(' AND ');
-  await sql`DELETE FROM ${sql.raw(table)} AS t USING json_to_recordset(${json(spec.keys, shrinking)}) AS d(${sql.raw(recordDef(spec.keys))}) WHERE ${sql.raw(match)} AND ${sql.raw(empty)}`.execute(trx);
+  await sql`DELETE FROM ${sql.raw(table)} AS t USING ${records(spec.keys, shrinking)} WHERE ${sql.raw(match)} AND ${sql.raw(empty)}`.execute(trx);
 }
 
 export async function insertRows(trx: Kysely<Database>, spec: TableSpec, rows: readonly (readonly Value[])[], suffix = ''): Promise<void> {
@@ -63,18 +63,19 @@ export async function insertRows(trx: Kysely<Database>, spec: TableSpec, rows: r
   const names = columns.map((c) => c.name).join(', ');
   await sql`
     INSERT INTO ${sql.raw(table)} (${sql.raw(names)})
-    SELECT ${sql.raw(names)} FROM json_to_recordset(${json(columns, rows)}) AS d(${sql.raw(recordDef(columns))})`.execute(trx);
+    SELECT ${sql.raw(names)} FROM ${records(columns, rows)}`.execute(trx);
 }
 
 function padded(values: readonly Value[], n: number): Value[] {
   return Array.from({ length: n }, (_, i) => values[i] ?? null);
 }
 
-function recordDef(columns: readonly ColumnSpec[]): string {
-  return columns.map((c) => `${c.name} ${SQL_RECORD_TYPES[c.type]}`).join(', ');
-}
-
-/** Rows as a JSON array of objects; ids stay strings (Postgres reads them into bigint / numeric). */
-function json(columns: readonly ColumnSpec[], rows: readonly (readonly Value[])[]): string {
-  return JSON.stringify(rows.map((r) => Object.fromEntries(columns.map((c, i) => [c.name, r[i] ?? null]))));
+/**
+ * Rows as one JSON parameter — an array of arrays, ids as strings — unpacked by Postgres into
+ * typed columns named after `columns`: `(SELECT (r->>0)::bigint AS api_key_id, … FROM
+ * json_array_elements($1) r) AS d`.
+ */
+function records(columns: readonly ColumnSpec[], rows: readonly (readonly Value[])[]) {
+  const select = columns.map((c, i) => `(r->>${i})::${SQL_RECORD_TYPES[c.type]} AS ${c.name}`).join(', ');
+  return sql`(SELECT ${sql.raw(select)} FROM json_array_elements(${JSON.stringify(rows)}::json) AS r) AS d`;
 }
