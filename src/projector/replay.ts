@@ -79,10 +79,10 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
 
   const head = await logHead(db.kysely);
   let rows = 0;
-  const { totals, groups: groupCount } = await foldLog(db, projections, head, options, async (parts) => {
-    rows += await writeShadows(db, parts, 'rows', () => {});
+  const { totals, groups: groupCount } = await foldLog(db, projections, head, options, async (work) => {
+    rows += await loadShadows(db, work, () => {});
   }, progress);
-  rows += await writeShadows(db, totals, 'counters', progress);
+  rows += await loadShadows(db, shadowWork(totals, 'counters'), progress);
 
   let indexed = 0;
   await inParallel(db.pool !== null ? 2 : 1, tables, async (t) => {
@@ -176,13 +176,14 @@ export async function foldLog(
   projections: readonly Projection[],
   head: bigint,
   options: Pick<ReplayOptions, 'readBatch' | 'signal' | 'partitionEvents'>,
-  sink: ((rowTables: readonly Contribution[]) => Promise<void>) | null,
+  sink: ((rowTables: readonly ShadowWork[]) => Promise<void>) | null,
   progress: (p: ReplayProgress) => void = () => {},
 ): Promise<{ totals: Contribution[]; groups: number }> {
   const totals = projections.map((p) => new Contribution(p));
   const partitions = Math.max(1, Math.ceil(Number(head) / (options.partitionEvents ?? 400_000)));
   let read = 0;
   let groupCount = 0;
+  let writing: Promise<void> = Promise.resolve();
   for (let i = 0; i < partitions; i++) {
     const groups = await readGroups(db, head, options, partitionFilter(i, partitions), (n) => {
       read += n;
@@ -190,34 +191,48 @@ export async function foldLog(
     });
     groupCount += groups.size;
     foldGroups(totals, groups);
-    if (sink !== null) await sink(totals);
+    const work = sink !== null ? shadowWork(totals, 'rows') : [];
     for (const c of totals) for (const m of c.rows.values()) m.clear();
+    // This partition's rows are written while the next one is read and folded.
+    await writing;
+    if (sink !== null) {
+      writing = sink(work);
+      writing.catch(() => {});
+    }
   }
+  await writing;
   return { totals, groups: groupCount };
 }
 
-async function writeShadows(db: Db, contributions: readonly Contribution[], kind: TableSpec['kind'], progress: (p: ReplayProgress) => void): Promise<number> {
-  const work: { spec: TableSpec; rows: Iterable<readonly Value[]> }[] = [];
-  let total = 0;
+/** What goes into the shadow tables of one kind, as rows of values in column order. */
+export interface ShadowWork {
+  readonly spec: TableSpec;
+  readonly rows: readonly (readonly Value[])[];
+}
+
+function shadowWork(contributions: readonly Contribution[], kind: TableSpec['kind']): ShadowWork[] {
+  const work: ShadowWork[] = [];
   for (const c of contributions) {
     for (const spec of c.projection.tables) {
       if (spec.kind !== kind) continue;
       if (spec.kind === 'counters') {
-        const entries = [...(c.counters.get(spec.name)?.values() ?? [])].filter((e) => e.sums.some((v) => v !== 0));
         const nMax = spec.maxes?.length ?? 0;
         const nMin = spec.mins?.length ?? 0;
-        total += entries.length;
-        work.push({
-          spec,
-          rows: entries.map((e) => [...e.keys, ...e.sums, ...pad(e.maxes, nMax), ...pad(e.mins, nMin)]),
-        });
+        const rows: Value[][] = [];
+        for (const e of c.counters.get(spec.name)?.values() ?? []) {
+          if (e.sums.some((v) => v !== 0)) rows.push([...e.keys, ...e.sums, ...pad(e.maxes, nMax), ...pad(e.mins, nMin)]);
+        }
+        work.push({ spec, rows });
       } else {
-        const entries = c.rows.get(spec.name) ?? new Map();
-        total += entries.size;
-        work.push({ spec, rows: [...entries.values()].map((r) => [...r.keys, ...r.columns]) });
+        work.push({ spec, rows: [...(c.rows.get(spec.name)?.values() ?? [])].map((r) => [...r.keys, ...r.columns]) });
       }
     }
   }
+  return work;
+}
+
+async function loadShadows(db: Db, work: readonly ShadowWork[], progress: (p: ReplayProgress) => void): Promise<number> {
+  const total = work.reduce((n, w) => n + w.rows.length, 0);
   let done = 0;
   // Tables load in parallel on Postgres (each COPY is its own server process); PGlite has one session.
   await inParallel(db.pool !== null ? 3 : 1, work, ({ spec, rows }) =>
