@@ -1,4 +1,4 @@
-import { API_KEY, col, DIM_COLUMNS } from './kit/columns.js';
+import { API_KEY, col, DIM_COLUMNS, DIM_INDEXES } from './kit/columns.js';
 import { campaignDims, messageFacts } from './kit/message-facts.js';
 import type { Group, Output, Projection } from './kit/types.js';
 
@@ -8,7 +8,7 @@ import type { Group, Output, Projection } from './kit/types.js';
  */
 export const bounceStatistics: Projection = {
   name: 'bounce-statistics',
-  version: 1,
+  version: 2,
   groups: ['message'],
   tables: [
     {
@@ -26,7 +26,7 @@ export const bounceStatistics: Projection = {
         col('error_related_to', 'text'),
         col('error', 'text'),
       ],
-      indexes: [['api_key_id', 'bounced_at'], ['api_key_id', 'campaign_id', 'bounced_at'], ['api_key_id', 'message_id']],
+      indexes: [['api_key_id', 'bounced_at'], ['api_key_id', 'campaign_id', 'bounced_at'], ['api_key_id', 'message_id'], ...DIM_INDEXES],
     },
   ],
   project(group: Group, out: Output): void {

@@ -1,4 +1,4 @@
-import { API_KEY, col, DIM_COLUMNS } from './kit/columns.js';
+import { API_KEY, col, DIM_COLUMNS, DIM_INDEXES } from './kit/columns.js';
 import { stableId } from './kit/ids.js';
 import { campaignDims, delayOf, messageFacts } from './kit/message-facts.js';
 import type { Group, Output, Projection } from './kit/types.js';
@@ -9,7 +9,7 @@ import type { Group, Output, Projection } from './kit/types.js';
  */
 export const clickStatistics: Projection = {
   name: 'click-statistics',
-  version: 1,
+  version: 2,
   groups: ['message'],
   tables: [
     {
@@ -27,7 +27,7 @@ export const clickStatistics: Projection = {
         col('ua_platform', 'text'),
         col('ua_client', 'text'),
       ],
-      indexes: [['api_key_id', 'clicked_at'], ['api_key_id', 'campaign_id', 'clicked_at'], ['api_key_id', 'message_id']],
+      indexes: [['api_key_id', 'clicked_at'], ['api_key_id', 'campaign_id', 'clicked_at'], ['api_key_id', 'message_id'], ...DIM_INDEXES],
     },
   ],
   project(group: Group, out: Output): void {

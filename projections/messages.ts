@@ -1,4 +1,4 @@
-import { API_KEY, col, DIM_COLUMNS } from './kit/columns.js';
+import { API_KEY, col, DIM_COLUMNS, DIM_INDEXES } from './kit/columns.js';
 import { campaignDims, messageFacts } from './kit/message-facts.js';
 import type { Group, LogEvent, Output, Projection } from './kit/types.js';
 
@@ -10,7 +10,7 @@ import type { Group, LogEvent, Output, Projection } from './kit/types.js';
  */
 export const messages: Projection = {
   name: 'messages',
-  version: 1,
+  version: 2,
   groups: ['message'],
   tables: [
     {
@@ -33,7 +33,7 @@ export const messages: Projection = {
         col('attempt_count', 'integer'),
         col('event_count', 'integer'),
       ],
-      indexes: [['api_key_id', 'message_time'], ['api_key_id', 'campaign_id', 'message_time'], ['api_key_id', 'email'], ['api_key_id', 'status']],
+      indexes: [['api_key_id', 'message_time'], ['api_key_id', 'campaign_id', 'message_time'], ['api_key_id', 'email'], ['api_key_id', 'status'], ...DIM_INDEXES],
     },
   ],
   project(group: Group, out: Output): void {

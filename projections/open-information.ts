@@ -1,5 +1,5 @@
 import { userAgentId } from './click-statistics.js';
-import { API_KEY, col, DIM_COLUMNS } from './kit/columns.js';
+import { API_KEY, col, DIM_COLUMNS, DIM_INDEXES } from './kit/columns.js';
 import { campaignDims, messageFacts } from './kit/message-facts.js';
 import type { Group, Output, Projection } from './kit/types.js';
 
@@ -9,7 +9,7 @@ import type { Group, Output, Projection } from './kit/types.js';
  */
 export const openInformation: Projection = {
   name: 'open-information',
-  version: 1,
+  version: 2,
   groups: ['message'],
   tables: [
     {
@@ -27,7 +27,7 @@ export const openInformation: Projection = {
         col('ua_platform', 'text'),
         col('ua_client', 'text'),
       ],
-      indexes: [['api_key_id', 'id'], ['api_key_id', 'opened_at'], ['api_key_id', 'campaign_id', 'opened_at']],
+      indexes: [['api_key_id', 'id'], ['api_key_id', 'opened_at'], ['api_key_id', 'campaign_id', 'opened_at'], ...DIM_INDEXES],
     },
   ],
   project(group: Group, out: Output): void {

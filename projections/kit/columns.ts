@@ -19,3 +19,14 @@ export const DIM_COLUMNS: readonly ColumnSpec[] = [
 export function bigints(...names: string[]): ColumnSpec[] {
   return names.map((n) => col(n, 'bigint'));
 }
+
+/**
+ * Indexes for the filters of the API's campaign block on per-event / per-message tables (the
+ * campaign itself is indexed with the table's time column).
+ */
+export const DIM_INDEXES: readonly (readonly string[])[] = [
+  ['api_key_id', 'list_id'],
+  ['api_key_id', 'sender_id'],
+  ['api_key_id', 'custom_campaign'],
+  ['api_key_id', 'contact_id'],
+];

@@ -80,9 +80,10 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
   const head = await logHead(db.kysely);
   let rows = 0;
   const { totals, groups: groupCount } = await foldLog(db, projections, head, options, async (work) => {
-    rows += await loadShadows(db, work, () => {});
+    // One COPY at a time while the log is being read: the reader must not starve.
+    rows += await loadShadows(db, work, 1, () => {});
   }, progress);
-  rows += await loadShadows(db, shadowWork(totals, 'counters'), progress);
+  rows += await loadShadows(db, shadowWork(totals, 'counters'), 3, progress);
 
   let indexed = 0;
   await inParallel(db.pool !== null ? 2 : 1, tables, async (t) => {
@@ -231,11 +232,11 @@ function shadowWork(contributions: readonly Contribution[], kind: TableSpec['kin
   return work;
 }
 
-async function loadShadows(db: Db, work: readonly ShadowWork[], progress: (p: ReplayProgress) => void): Promise<number> {
+async function loadShadows(db: Db, work: readonly ShadowWork[], parallel: number, progress: (p: ReplayProgress) => void): Promise<number> {
   const total = work.reduce((n, w) => n + w.rows.length, 0);
   let done = 0;
-  // Tables load in parallel on Postgres (each COPY is its own server process); PGlite has one session.
-  await inParallel(db.pool !== null ? 3 : 1, work, ({ spec, rows }) =>
+  // Tables may load in parallel on Postgres (each COPY is its own server process); PGlite has one session.
+  await inParallel(db.pool !== null ? parallel : 1, work, ({ spec, rows }) =>
     bulkLoad(db, spec, spec.name + SHADOW, rows, (n) => progress({ phase: 'write', done: (done += n), total })),
   );
   return total;

@@ -21,7 +21,10 @@ function columnDdl(c: ColumnSpec, isSum: boolean): string {
 }
 
 function indexName(table: string, columns: readonly string[]): string {
-  return `${table}__${columns.join('_')}_idx`;
+  const name = `${table}__${columns.join('_')}_idx`;
+  // Postgres cuts identifiers at 63 bytes, and the swap renames indexes by name.
+  if (name.length > 63) throw new Error(`index name ${name} is longer than Postgres allows (63): shorten the table or column names`);
+  return name;
 }
 
 export function createTableStatements(spec: TableSpec, suffix = '', withIndexes = true): string[] {
