@@ -9,8 +9,9 @@ export const WEBHOOK_EVENT_TYPES = ['sent', 'open', 'click', 'bounce', 'blocked'
 export const EVENT_TYPES = [...WEBHOOK_EVENT_TYPES, 'queued', 'deferred', 'campaign'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
-const UINT64_MAX = 18_446_744_073_709_551_615n;
-const INT64_MAX = 9_223_372_036_854_775_807n;
+export const UINT64_MAX = 18_446_744_073_709_551_615n;
+export const INT64_MAX = 9_223_372_036_854_775_807n;
+export const MAX_UNIX_SECONDS = 253_402_300_799;
 
 /** A 64-bit id as a JSON number (bigint past 2^53) or a decimal string → decimal string. */
 function toDecimalId(v: unknown, max: bigint, what: string, ctx: z.RefinementCtx): string {
@@ -50,9 +51,12 @@ const unixSeconds = z
   .number({ message: 'must be Unix seconds (an integer)' })
   .int({ message: 'must be Unix seconds (an integer)' })
   .min(0, { message: 'must not be negative' })
-  .max(253_402_300_799, { message: 'is past the year 9999' });
+  .max(MAX_UNIX_SECONDS, { message: 'is past the year 9999' });
 
-const email = z.string().refine((v) => v.length <= 320 && /^[^\s@]+@[^\s@]+$/.test(v.trim()), { message: 'must be an email address' });
+const EMAIL_RE = /^[^\s@]+@[^\s@]+$/;
+/** The contract's test of an email address (the schema's and the fast path's). */
+export const isEmailAddress = (v: string): boolean => v.length <= 320 && EMAIL_RE.test(v.trim());
+const email = z.string().refine(isEmailAddress, { message: 'must be an email address' });
 const str = (max = 2048) => z.string().max(max, { message: `is longer than ${max} characters` });
 
 const common = {

@@ -3,12 +3,13 @@ import { type NatsConnection, connect } from '@nats-io/transport-node';
 import { describeError } from '../db/errors.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/connect.js';
-import type { NewDeadLetter } from '../db/schema.js';
-import { type LogEventRow, decodeEventBytes } from '../events/decode.js';
+import type { LogEventRow } from '../events/decode.js';
 import type { Logger } from '../logger.js';
 import { writeBatch } from './batch-writer.js';
+import { IngestBatch } from './ingest-batch.js';
+import { natsDeadLetter } from './nats-message.js';
 import { type ConsumerSettings, ensureStreamAndConsumer } from './nats-stream.js';
-import { type ParsedSubject, parseSubject } from './subject.js';
+import { SubjectParser } from './subject.js';
 import { TenantDirectory } from './tenants.js';
 
 export interface NatsIngestOptions extends ConsumerSettings {
@@ -16,6 +17,8 @@ export interface NatsIngestOptions extends ConsumerSettings {
   batchWaitMs: number;
   /** Batches written at once; commits still serialize on the log's append lock. */
   pipeline: number;
+  /** Queued batches are written together up to this many messages (default `batchSize`: never merged). */
+  maxBatchRows?: number;
 }
 
 export interface IngestStats {
@@ -27,16 +30,21 @@ export interface IngestStats {
 }
 
 /**
- * The NATS ingest loop: a durable pull consumer, messages gathered into batches (up to
- * `batchSize` or `batchWaitMs` after the first), each batch decoded, written in one transaction,
- * and only then acked. Poison messages are dead-lettered and termed; when Postgres is away the
- * batch is nak'ed with a growing delay and the stream keeps the events until it is back.
- * Several processes may run this against the same consumer.
+ * The NATS ingest loop: a durable pull consumer whose messages are decoded as they arrive and
+ * gathered into batches (up to `batchSize`, or `batchWaitMs` after the first); each batch is
+ * written in one transaction and only then acked. While the writers are busy, sealed batches
+ * queue up, and a free writer takes several of them at once (up to `maxBatchRows`): a backlog is
+ * written in larger transactions. Poison messages are dead-lettered and termed; when Postgres is
+ * away the batch is nak'ed with a growing delay and the stream keeps the events until it is back.
+ * Several processes may run this against the same consumer (each message is acked on its own).
  */
 export class NatsIngest {
   readonly stats: IngestStats = { received: 0, stored: 0, duplicates: 0, deadLettered: 0, failedBatches: 0 };
+  readonly #subjects: SubjectParser;
+  readonly #maxBatchRows: number;
   #messages: ConsumerMessages | null = null;
-  #pending: JsMsg[] = [];
+  #batch = new IngestBatch();
+  #queue: IngestBatch[] = [];
   #timer: NodeJS.Timeout | null = null;
   #inFlight = new Set<Promise<void>>();
   #stopping = false;
@@ -49,7 +57,10 @@ export class NatsIngest {
     private readonly tenants: TenantDirectory,
     private readonly opts: NatsIngestOptions,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.#subjects = new SubjectParser(opts.subjectPrefix);
+    this.#maxBatchRows = opts.maxBatchRows ?? opts.batchSize;
+  }
 
   async start(): Promise<void> {
     await ensureStreamAndConsumer(await jetstreamManager(this.nc), this.opts);
@@ -62,19 +73,18 @@ export class NatsIngest {
     this.#stopping = true;
     await this.#messages?.close();
     await this.#loop;
-    await this.#flush();
-    await Promise.all(this.#inFlight);
+    this.#seal();
+    while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
   }
 
   async #run(consumer: Consumer): Promise<void> {
     while (!this.#stopping) {
       try {
-        this.#messages = await consumer.consume({ max_messages: this.opts.batchSize * 2 });
-        for await (const m of this.#messages) {
-          this.#pending.push(m);
-          if (this.#pending.length >= this.opts.batchSize) await this.#flush();
-          else this.#timer ??= setTimeout(() => void this.#flush(), this.opts.batchWaitMs);
-        }
+        const messages = await consumer.consume({ max_messages: this.opts.batchSize * 2, callback: (m) => this.#receive(m) });
+        this.#messages = messages;
+        if (this.#stopping) await messages.close();
+        const err = await messages.closed();
+        if (err instanceof Error && !this.#stopping) throw err;
       } catch (err) {
         if (this.#stopping) break;
         this.log.warn({ err: describeError(err) }, 'NATS consume failed; retrying');
@@ -83,47 +93,56 @@ export class NatsIngest {
     }
   }
 
-  /** Hands the pending messages to a writer, waiting for a free pipeline slot first. */
-  async #flush(): Promise<void> {
-    if (this.#timer !== null) clearTimeout(this.#timer);
-    this.#timer = null;
-    while (this.#inFlight.size >= this.opts.pipeline) await Promise.race(this.#inFlight);
-    const batch = this.#pending;
-    if (batch.length === 0) return;
-    this.#pending = [];
-    const job = this.#process(batch).finally(() => this.#inFlight.delete(job));
-    this.#inFlight.add(job);
+  /** Called by the NATS client for each message, in order: decode now, write later. Never throws. */
+  #receive(m: JsMsg): void {
+    const batch = this.#batch;
+    this.stats.received++;
+    try {
+      const subject = this.#subjects.parse(m.subject);
+      if (!subject.ok) batch.reject(m, subject.reason, null);
+      else if (this.tenants.knows(subject.apiKeyId)) batch.decode(m, subject.apiKeyId, subject.event);
+      else batch.unresolved.push({ m, apiKeyId: subject.apiKeyId, event: subject.event });
+    } catch (err) {
+      this.log.error({ err: describeError(err) }, 'could not take a NATS message; it will be redelivered');
+    }
+    if (batch.size >= this.opts.batchSize) this.#seal();
+    else this.#timer ??= setTimeout(() => this.#seal(), this.opts.batchWaitMs);
   }
 
-  async #process(batch: JsMsg[]): Promise<void> {
+  /** Queues the batch being gathered for a writer. */
+  #seal(): void {
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    if (this.#batch.size === 0) return;
+    this.#queue.push(this.#batch);
+    this.#batch = new IngestBatch();
+    this.#pump();
+  }
+
+  /** Starts writers while there are queued batches and free pipeline slots. */
+  #pump(): void {
+    while (this.#inFlight.size < this.opts.pipeline && this.#queue.length > 0) {
+      const batch = this.#queue.shift() as IngestBatch;
+      while (this.#queue.length > 0 && batch.size + (this.#queue[0] as IngestBatch).size <= this.#maxBatchRows) batch.absorb(this.#queue.shift() as IngestBatch);
+      const job: Promise<void> = this.#process(batch).finally(() => {
+        this.#inFlight.delete(job);
+        this.#pump();
+      });
+      this.#inFlight.add(job);
+    }
+  }
+
+  async #process(batch: IngestBatch): Promise<void> {
     try {
-      const subjects = batch.map((m) => parseSubject(m.subject, this.opts.subjectPrefix));
-      await this.tenants.ensureLoaded(subjects.flatMap((s) => (s.ok ? [s.apiKeyId] : [])));
-      const rows: LogEventRow[] = [];
-      const rowMessages: JsMsg[] = [];
-      const rowSubjects: ParsedSubject[] = [];
-      const letters: NewDeadLetter[] = [];
-      const poison: JsMsg[] = [];
-      for (const [i, m] of batch.entries()) {
-        const subject = subjects[i] as ParsedSubject;
-        const reason = this.#decode(m, subject, rows);
-        if (reason === null) {
-          rowMessages.push(m);
-          rowSubjects.push(subject);
-        } else {
-          letters.push(natsDeadLetter(m, reason, subject));
-          poison.push(m);
-        }
-      }
-      this.stats.received += batch.length;
-      const outcome = await writeBatch(this.db, rows, letters, (i, reason) =>
-        natsDeadLetter(rowMessages[i] as JsMsg, reason, rowSubjects[i] as ParsedSubject),
-      );
+      await this.#resolveTenants(batch);
+      const { rows, rowMessages, letters, poison } = batch;
+      const outcome = await writeBatch(this.db, rows, letters, (i, reason) => natsDeadLetter(rowMessages[i] as JsMsg, reason, (rows[i] as LogEventRow).api_key_id));
       this.#consecutiveFailures = 0;
       this.stats.stored += outcome.inserted.size;
       this.stats.duplicates += rows.length - outcome.inserted.size - outcome.refused.size;
       this.stats.deadLettered += letters.length + outcome.refused.size;
-      for (const [i, m] of rowMessages.entries()) {
+      for (let i = 0; i < rowMessages.length; i++) {
+        const m = rowMessages[i] as JsMsg;
         if (outcome.refused.has(i)) m.term();
         else m.ack();
       }
@@ -133,42 +152,26 @@ export class NatsIngest {
       this.#consecutiveFailures++;
       this.stats.failedBatches++;
       const delay = Math.min(100 * 2 ** this.#consecutiveFailures, 10_000);
-      this.log.warn({ err: describeError(err), messages: batch.length, retryInMs: delay }, 'ingest batch not stored; will retry');
-      for (const m of batch) m.nak(delay);
+      const messages = batch.messages();
+      this.log.warn({ err: describeError(err), messages: messages.length, retryInMs: delay }, 'ingest batch not stored; will retry');
+      for (const m of messages) m.nak(delay);
     }
   }
 
-  /** Decodes one message into `rows`; returns the reason when it must be dead-lettered. */
-  #decode(m: JsMsg, subject: ParsedSubject, rows: LogEventRow[]): string | null {
-    if (!subject.ok) return subject.reason;
-    if (!this.tenants.knows(subject.apiKeyId)) return `unknown APIKeyID ${subject.apiKeyId} in subject ${m.subject}`;
-    try {
-      const decoded = decodeEventBytes(m.data, { apiKeyId: subject.apiKeyId, subjectEvent: subject.event, natsSeq: m.seq });
-      if (!decoded.ok) return decoded.reason;
-      rows.push(decoded.row);
-      return null;
-    } catch (err) {
-      return `could not be decoded: ${describeError(err)}`;
+  /** Decodes the messages of tenants unknown on arrival, after reloading the tenants once. */
+  async #resolveTenants(batch: IngestBatch): Promise<void> {
+    if (batch.unresolved.length === 0) return;
+    await this.tenants.ensureLoaded(batch.unresolved.map((u) => u.apiKeyId));
+    for (const { m, apiKeyId, event } of batch.unresolved.splice(0)) {
+      if (this.tenants.knows(apiKeyId)) batch.decode(m, apiKeyId, event);
+      else batch.reject(m, `unknown APIKeyID ${apiKeyId} in subject ${m.subject}`, apiKeyId);
     }
   }
-}
-
-function natsDeadLetter(m: JsMsg, reason: string, subject: ParsedSubject): NewDeadLetter {
-  const apiKeyId = subject.ok ? subject.apiKeyId : null;
-  return {
-    source: 'nats',
-    subject: m.subject,
-    nats_seq: m.seq,
-    message_key: `${m.info.stream}/${m.seq}/${m.info.timestampNanos}`,
-    api_key_id: apiKeyId,
-    reason,
-    raw: Buffer.from(m.data),
-  };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** The ingest settings from the configuration (a pipeline of two batches per worker). */
+/** The ingest settings from the configuration (a pipeline of two batches per worker; a backlog in up to four batches at once). */
 export function natsIngestOptions(config: Config): NatsIngestOptions {
   if (config.nats === null) throw new Error('NATS is not configured');
   return {
@@ -180,6 +183,7 @@ export function natsIngestOptions(config: Config): NatsIngestOptions {
     batchSize: config.ingest.batchSize,
     batchWaitMs: config.ingest.batchWaitMs,
     pipeline: 2,
+    maxBatchRows: config.ingest.batchSize * 4,
   };
 }
 

@@ -11,3 +11,23 @@ export function parseSubject(subject: string, prefix: string): ParsedSubject {
   }
   return { ok: true, apiKeyId, event };
 }
+
+/** parseSubject with the answers kept: a stream has few distinct subjects (tenants × event types). */
+export class SubjectParser {
+  readonly #cache = new Map<string, ParsedSubject>();
+
+  constructor(
+    private readonly prefix: string,
+    private readonly capacity = 10_000,
+  ) {}
+
+  parse(subject: string): ParsedSubject {
+    let parsed = this.#cache.get(subject);
+    if (parsed === undefined) {
+      parsed = parseSubject(subject, this.prefix);
+      if (this.#cache.size >= this.capacity) this.#cache.clear();
+      this.#cache.set(subject, parsed);
+    }
+    return parsed;
+  }
+}

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { KeyVerifier, createApiKey } from '../../src/keys/key-store.js';
 import { BIG_MESSAGE_ID } from '../support/events.js';
@@ -204,9 +205,18 @@ describe('errors and migrate', () => {
     const fresh = await createTestDatabase();
     try {
       const first = await runCli(['migrate'], { env: { ...dbEnv, DATABASE_URL: fresh.url } });
-      expect({ code: first.code, out: first.stdout.trim() }).toEqual({ code: 0, out: 'applied: 0001-event-log' });
+      expect({ code: first.code, out: first.stdout.trim() }).toEqual({ code: 0, out: 'applied: 0001-event-log\napplied: 0002-projections' });
       const again = await runCli(['migrate'], { env: { ...dbEnv, DATABASE_URL: fresh.url } });
       expect({ code: again.code, out: again.stdout.trim() }).toEqual({ code: 0, out: 'Schema is up to date.' });
+      // The read models' tables are there too, empty.
+      const db = new pg.Client({ connectionString: fresh.url });
+      await db.connect();
+      try {
+        const { rows } = await db.query<{ n: number }>("SELECT count(*)::int AS n FROM information_schema.tables WHERE table_name IN ('statcounters', 'messages', 'open_info')");
+        expect(rows[0]?.n).toBe(3);
+      } finally {
+        await db.end();
+      }
     } finally {
       await fresh.drop();
     }

@@ -31,10 +31,12 @@ async function startIngest(db: Db | null = null): Promise<NatsIngest> {
   return ingest;
 }
 
-async function publish(event: Record<string, unknown> | string, opts: { apiKeyId?: string; msgID?: string; subject?: string } = {}) {
+/** Publishes an event; returns its stream sequence. */
+async function publish(event: Record<string, unknown> | string, opts: { apiKeyId?: string; msgID?: string; subject?: string } = {}): Promise<number> {
   const text = typeof event === 'string' ? event : withBareMessageId(event);
   const type = typeof event === 'string' ? 'open' : String(event['event']);
-  await js.publish(opts.subject ?? t.subject(opts.apiKeyId ?? t.key.APIKeyID, type), text, opts.msgID !== undefined ? { msgID: opts.msgID } : {});
+  const ack = await js.publish(opts.subject ?? t.subject(opts.apiKeyId ?? t.key.APIKeyID, type), text, opts.msgID !== undefined ? { msgID: opts.msgID } : {});
+  return ack.seq;
 }
 
 function manyEvents(n: number, tag: string): Record<string, unknown>[] {
@@ -65,13 +67,16 @@ describe('NATS ingest', () => {
   it('creates the stream, stores every event type, and keeps a 64-bit MessageID exact', async () => {
     await startIngest();
     const events = sampleEvents();
-    for (const e of events) await publish(e);
+    const seqs: number[] = [];
+    for (const e of events) seqs.push(await publish(e));
     await waitFor('all sample events', async () => (await countRows(t.db, 'events')) === events.length);
     const rows = await readEventsAfter(t.db.kysely, 0n, 100);
     expect(rows.map((r) => r.type).sort()).toEqual(events.map((e) => String(e['event'])).sort());
     const sent = rows.find((r) => r.type === 'sent');
     expect(sent?.message_id).toBe(BIG_MESSAGE_ID);
     expect(sent?.nats_seq).toBeTypeOf('bigint');
+    // each row names the stream sequence of the message it came from
+    expect(rows.map((r) => Number(r.nats_seq)).sort((a, b) => a - b)).toEqual(seqs);
     const exact = await sql<{ id: string }>`SELECT payload->>'MessageID' AS id FROM events WHERE type = 'sent'`.execute(t.db.kysely);
     expect(exact.rows[0]?.id).toBe(BIG_MESSAGE_ID);
   });
