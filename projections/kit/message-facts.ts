@@ -9,19 +9,9 @@ import type { Group, LogEvent } from './types.js';
  * - its campaign, contact, list, sender…: the largest non-empty value its events carry (events of
  *   one message normally agree; the rule only decides when some omit a field).
  */
-export interface MessageFacts {
+export interface MessageFacts extends MessageDims {
   readonly apiKeyId: string;
   readonly messageId: string;
-  readonly campaignId: string;
-  readonly contactId: string;
-  readonly listId: string;
-  readonly senderId: string;
-  readonly email: string;
-  readonly recipientDomain: string;
-  readonly esp: string;
-  readonly sender: string;
-  readonly senderDomain: string;
-  readonly customCampaign: string;
   /** Null until the message has a delivery event. */
   readonly messageTime: number | null;
   /** First event of each kind (null when none). */
@@ -32,6 +22,12 @@ export interface MessageFacts {
   readonly lastActivity: number;
   readonly events: readonly LogEvent[];
 }
+
+/** What a message is about: the same fields as on each of its events. */
+export type MessageDims = Pick<
+  LogEvent,
+  'campaignId' | 'contactId' | 'listId' | 'senderId' | 'email' | 'recipientDomain' | 'esp' | 'sender' | 'senderDomain' | 'customCampaign'
+>;
 
 export const OUTCOMES = [
   'queued',
