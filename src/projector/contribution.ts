@@ -116,7 +116,6 @@ export class Delta {
       for (const [key, row] of entries) {
         const prev = old?.get(key);
         if (prev !== undefined && sameValues(prev.columns, row.columns)) continue;
-        if (prev !== undefined) deletes.set(key, prev.keys);
         upserts.set(key, row);
       }
       if (old === undefined) continue;

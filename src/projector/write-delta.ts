@@ -7,7 +7,8 @@ import { allColumns } from './tables.js';
 
 /**
  * Writes one projection's delta: counter rows upserted (`n = t.n + excluded.n`, GREATEST /
- * LEAST for one-way columns) and emptied rows deleted; replaced rows deleted then inserted.
+ * LEAST for one-way columns) and emptied rows deleted; a group's rows upserted, and those it no
+ * longer has deleted.
  * Rows travel as one JSON parameter (see `records`), which both drivers handle.
  */
 export async function writeDelta(trx: Kysely<Database>, delta: Delta, suffix = ''): Promise<void> {
@@ -26,7 +27,7 @@ export async function writeDelta(trx: Kysely<Database>, delta: Delta, suffix = '
   for (const [name, upserts] of delta.upserts) {
     if (upserts.size === 0) continue;
     const spec = tableSpec(p, name);
-    await insertRows(trx, spec, [...upserts.values()].map((r) => [...r.keys, ...r.columns]), suffix);
+    await insertRows(trx, spec, [...upserts.values()].map((r) => [...r.keys, ...r.columns]), suffix, true);
   }
 }
 
@@ -57,13 +58,17 @@ async function upsertCounters(trx: Kysely<Database>, spec: TableSpec, entries: C
   await sql`DELETE FROM ${sql.raw(table)} AS t USING ${records(spec.keys, shrinking)} WHERE ${sql.raw(match)} AND ${sql.raw(empty)}`.execute(trx);
 }
 
-export async function insertRows(trx: Kysely<Database>, spec: TableSpec, rows: readonly (readonly Value[])[], suffix = ''): Promise<void> {
+/** Inserts rows; with `replace`, a row whose key is already there takes the new values. */
+export async function insertRows(trx: Kysely<Database>, spec: TableSpec, rows: readonly (readonly Value[])[], suffix = '', replace = false): Promise<void> {
   const table = spec.name + suffix;
   const columns = allColumns(spec);
   const names = columns.map((c) => c.name).join(', ');
+  const keys = new Set(spec.keys.map((k) => k.name));
+  const updates = columns.filter((c) => !keys.has(c.name)).map((c) => `${c.name} = excluded.${c.name}`);
+  const onConflict = replace && updates.length > 0 ? `ON CONFLICT (${[...keys].join(', ')}) DO UPDATE SET ${updates.join(', ')}` : '';
   await sql`
     INSERT INTO ${sql.raw(table)} (${sql.raw(names)})
-    SELECT ${sql.raw(names)} FROM ${records(columns, rows)}`.execute(trx);
+    SELECT ${sql.raw(names)} FROM ${records(columns, rows)} ${sql.raw(onConflict)}`.execute(trx);
 }
 
 function padded(values: readonly Value[], n: number): Value[] {
