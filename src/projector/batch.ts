@@ -47,7 +47,7 @@ export async function computeBatch(db: Kysely<Database>, cursors: readonly Curso
       }
     }
   }
-  return { to: read.last, events: Number(read.last - from), deltas };
+  return { to: read.last, events: read.events, deltas };
 }
 
 const groupObjects = new WeakMap<readonly LogEvent[], Group>();

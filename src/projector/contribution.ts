@@ -55,15 +55,7 @@ export class Contribution implements Output {
   add(table: string, keys: readonly Value[], sums: readonly number[], maxes: readonly Value[] = [], mins: readonly Value[] = []): void {
     const entries = this.counters.get(table);
     if (entries === undefined) throw new Error(`${this.projection.name}: no counter table ${table}`);
-    const key = keyOf(keys);
-    const entry = entries.get(key);
-    if (entry === undefined) {
-      entries.set(key, { keys, sums: [...sums], maxes: [...maxes], mins: [...mins] });
-      return;
-    }
-    for (let i = 0; i < sums.length; i++) entry.sums[i] = (entry.sums[i] ?? 0) + (sums[i] ?? 0);
-    for (let i = 0; i < maxes.length; i++) entry.maxes[i] = pick(entry.maxes[i] ?? null, maxes[i] ?? null, 1);
-    for (let i = 0; i < mins.length; i++) entry.mins[i] = pick(entry.mins[i] ?? null, mins[i] ?? null, -1);
+    addTo(entries, keyOf(keys), keys, sums, maxes, mins);
   }
 
   row(table: string, keys: readonly Value[], columns: readonly Value[]): void {

@@ -94,8 +94,8 @@ export function groupKeyString(k: GroupKey): string {
   return `${k.kind === 'campaign' ? 'c' : 'm'}:${k.apiKeyId}:${k.id}`;
 }
 
-/** The group keys of the events after `after` (at most `limit` events), and the last position read. */
-export async function readBatchGroups(db: Kysely<Database>, after: bigint, limit: number): Promise<{ last: bigint; keys: GroupKey[] } | null> {
+/** The group keys of the events after `after` (at most `limit` events), how many there were, and the last position read. */
+export async function readBatchGroups(db: Kysely<Database>, after: bigint, limit: number): Promise<{ last: bigint; events: number; keys: GroupKey[] } | null> {
   const { rows } = await sql<{ position: bigint; type: string; api_key_id: string; message_id: string; campaign_id: string }>`
     SELECT position, type, api_key_id::text AS api_key_id, coalesce(message_id::text, '') AS message_id, campaign_id::text AS campaign_id
     FROM events WHERE position > ${after} ORDER BY position LIMIT ${limit}`.execute(db);
@@ -106,7 +106,7 @@ export async function readBatchGroups(db: Kysely<Database>, after: bigint, limit
     const k = groupKeyOf({ type: r.type, apiKeyId: r.api_key_id, messageId: r.message_id, campaignId: r.campaign_id });
     keys.set(groupKeyString(k), k);
   }
-  return { last: BigInt(lastRow.position), keys: [...keys.values()] };
+  return { last: BigInt(lastRow.position), events: rows.length, keys: [...keys.values()] };
 }
 
 /** Every event of the given groups up to `upTo`, grouped and sorted by (time, EventID). */
