@@ -9,7 +9,7 @@ import type { Group, Output, Projection } from './kit/types.js';
  */
 export const linkClicks: Projection = {
   name: 'link-clicks',
-  version: 1,
+  version: 2,
   groups: ['message'],
   tables: [
     {
@@ -18,22 +18,21 @@ export const linkClicks: Projection = {
       keys: [API_KEY, ...DIM_COLUMNS, col('url', 'text')],
       sums: bigints('clicked_messages', 'clicked_events'),
       maxes: [col('link_id', 'bigint', true)],
-      mins: [col('first_clicked_at', 'bigint', true)],
       indexes: [['api_key_id', 'campaign_id', 'url'], ['api_key_id', 'url']],
     },
   ],
   project(group: Group, out: Output): void {
     const f = messageFacts(group);
-    const perUrl = new Map<string, { events: number; first: number }>();
+    const perUrl = new Map<string, number>();
     for (const e of f.events) {
       if (e.type !== 'click' || e.url === '') continue;
-      const seen = perUrl.get(e.url);
-      if (seen === undefined) perUrl.set(e.url, { events: 1, first: e.time });
-      else seen.events += 1;
+      perUrl.set(e.url, (perUrl.get(e.url) ?? 0) + 1);
     }
     const dims = campaignDims(f);
-    for (const [url, { events, first }] of perUrl) {
-      out.add('link_clicks', [f.apiKeyId, ...dims, url], [1, events], [stableId(`url:${url}`)], [first]);
+    // No one-way (min/max) column that could depend on a message's old dimensions: a message
+    // whose events omit some dimension moves between rows when a later event carries it.
+    for (const [url, events] of perUrl) {
+      out.add('link_clicks', [f.apiKeyId, ...dims, url], [1, events], [stableId(`url:${url}`)]);
     }
   },
 };

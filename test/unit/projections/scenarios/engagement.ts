@@ -41,8 +41,8 @@ const engagement: Scenario = {
         {
           table: 'link_clicks',
           rows: [
-            { ...DIMS, url: SALE, clicked_messages: 2, clicked_events: 3, link_id: LINK_ID.sale, first_clicked_at: D0 + 200 },
-            { ...DIMS, url: ABOUT, clicked_messages: 1, clicked_events: 1, link_id: LINK_ID.about, first_clicked_at: D0 + 400 },
+            { ...DIMS, url: SALE, clicked_messages: 2, clicked_events: 3, link_id: LINK_ID.sale },
+            { ...DIMS, url: ABOUT, clicked_messages: 1, clicked_events: 1, link_id: LINK_ID.about },
           ],
         },
         {
