@@ -73,6 +73,9 @@ const envSchema = z.object({
   PROJECTOR_POLL_MS: int(10, 60_000).default(1000),
   PROJECTOR_LEASE_MS: int(500, 600_000).default(15_000),
   REPLAY_BATCH_SIZE: int(1000, 1_000_000).default(50_000),
+  API_RATE_LIMIT: int(0, 1_000_000).default(200),
+  API_RATE_BURST: int(1, 1_000_000).default(400),
+  API_AUTH_FAILURE_LIMIT: int(1, 1_000_000).default(30),
   MAILTALLY_API_KEY: z.string().min(1).optional(),
   MAILTALLY_SECRET_KEY: z.string().min(1).optional(),
   WEBHOOK_ALLOWLIST: allowList.default([]),
@@ -91,6 +94,8 @@ export interface Config {
     readonly allowInsecureHttp: boolean;
   };
   readonly logLevel: string;
+  /** Per-key request budget (0 = off) and failed logins allowed per client address per minute. */
+  readonly api: { readonly rateLimitPerSecond: number; readonly rateLimitBurst: number; readonly authFailuresPerMinute: number };
   readonly ingest: { readonly batchSize: number; readonly batchWaitMs: number; readonly ackWaitMs: number; readonly workers: number };
   readonly projector: { readonly batchSize: number; readonly pollMs: number; readonly leaseMs: number; readonly replayBatchSize: number };
   readonly webhooks: { readonly allowList: readonly string[]; readonly retryScheduleSeconds: readonly number[] };
@@ -147,6 +152,7 @@ export function loadConfig(env: Env = process.env): Config {
       allowInsecureHttp: e.ALLOW_INSECURE_HTTP,
     },
     logLevel: e.LOG_LEVEL,
+    api: { rateLimitPerSecond: e.API_RATE_LIMIT, rateLimitBurst: e.API_RATE_BURST, authFailuresPerMinute: e.API_AUTH_FAILURE_LIMIT },
     ingest: { batchSize: e.INGEST_BATCH_SIZE, batchWaitMs: e.INGEST_BATCH_WAIT_MS, ackWaitMs: e.INGEST_ACK_WAIT_MS, workers: e.INGEST_WORKERS },
     projector: { batchSize: e.PROJECTOR_BATCH_SIZE, pollMs: e.PROJECTOR_POLL_MS, leaseMs: e.PROJECTOR_LEASE_MS, replayBatchSize: e.REPLAY_BATCH_SIZE },
     webhooks: { allowList: e.WEBHOOK_ALLOWLIST, retryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE },

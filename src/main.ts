@@ -5,6 +5,7 @@ import { migrateToLatest } from './db/migrate.js';
 import { registerHttpIngest } from './ingest/http-ingest.js';
 import { IngestWorkers } from './ingest/ingest-workers.js';
 import { type RunningIngest, runNatsIngest } from './ingest/nats-ingest.js';
+import { registerRestApi } from './api/register.js';
 import { createServer } from './http/server.js';
 import { registerStatusRoute } from './http/status-route.js';
 import { KeyVerifier, countApiKeys, createApiKey, printableKey } from './keys/key-store.js';
@@ -82,6 +83,7 @@ export async function startService(config: Config, roles: readonly Role[], log: 
         extra: () => ({ ...(ingest !== null ? { ingest: ingest.stats } : {}), ...(running !== null ? { projector: running.stats } : {}) }),
       });
       if (roles.includes('ingest')) registerHttpIngest(http, { db, verifier });
+      if (roles.includes('api')) registerRestApi(http, { db: db.kysely, verifier, limits: config.api });
       url = await http.listen({ port: config.http.port, host: config.http.host });
       const server = http;
       // Closed first: stop taking requests before the workers drain.

@@ -21,6 +21,10 @@ export const apiErrors = {
   unauthorized: () => new ApiError(401, AUTH_FAILURE_MESSAGE, { 'WWW-Authenticate': 'Basic realm="mailtally"' }),
   forbidden: (message = 'This API key is read-only: it may not create, change or delete anything.') => new ApiError(403, message),
   notFound: (message = 'Object not found') => new ApiError(404, message),
+  methodNotAllowed: (method: string, allowed: readonly string[]) =>
+    new ApiError(405, `Method ${method} is not allowed on this resource; use ${allowed.join(', ')}`, { Allow: allowed.join(', ') }),
+  tooManyRequests: (retryAfterSeconds: number, message = 'Too many requests for this API key; slow down and retry later') =>
+    new ApiError(429, message, { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) }),
   payloadTooLarge: () => new ApiError(413, 'Request body is too large'),
   unsupportedMediaType: () => new ApiError(415, 'Content-Type is not supported; send application/json'),
   unavailable: (message = 'The service is temporarily unavailable; retry shortly') => new ApiError(503, message, { 'Retry-After': '1' }),

@@ -1,0 +1,121 @@
+import { type RawBuilder, sql } from 'kysely';
+import { apiErrors } from '../../http/errors.js';
+import { bool, int, int64, oneOf, text, timestamp } from './params.js';
+
+/**
+ * Mailjet's shared "campaign filter" block (bouncestatistics, clickstatistics, openinformation,
+ * toplinkclicked, useragentstatistics, geostatistics): parameters and the SQL conditions they
+ * become over a read model carrying the message dimensions (campaign_id, list_id, sender_id,
+ * sender, sender_domain, custom_campaign). Campaign-level filters (send time, flags, status)
+ * look the campaign up in the campaign-overview read model.
+ */
+
+export const CAMPAIGN_FILTERS = {
+  CampaignID: int64().optional(),
+  CampaignStatus: int(-3, 4).optional().meta({ description: 'Campaign status: -3 AXCanceled, -2 Deleted, -1 Archived, 0 Draft, 1 Programmed, 2 Sent, 3 AXTested, 4 AXSelected' }),
+  ContactsList: int64().optional(),
+  CustomCampaign: text().optional(),
+  From: text().optional().meta({ description: 'Sender address' }),
+  FromDomain: text().optional(),
+  FromID: int64().optional().meta({ description: 'Sender id' }),
+  FromType: int(1, 3).optional().meta({ description: '1 Transactional (no campaign metadata), 2 Marketing (campaign metadata known), 3 Unknown (no campaign)' }),
+  FromTS: timestamp().optional().meta({ description: 'Campaign send time at or after this' }),
+  ToTS: timestamp().optional().meta({ description: 'Campaign send time before this' }),
+  IsDeleted: bool().optional(),
+  IsNewsletterTool: bool().optional().meta({ description: 'Campaigns built in the newsletter tool (IDType NL)' }),
+  IsStarred: bool().optional(),
+  Period: oneOf(['Day', 'Week', 'Month', 'Year']).optional().meta({ description: 'Campaign send time within the current day / week / month / year (UTC)' }),
+} as const;
+
+/** `MessageStatus` (message-event resources only; node-mailjet's codes). */
+export const MESSAGE_STATUS = { MessageStatus: int(0, 11).optional().meta({ description: '0 Processed, 1 Queued, 2 Sent, 3 Opened, 4 Clicked, 5 Bounce, 6 Spam, 7 Unsub, 8 Blocked, 9 SoftBounce, 10 HardBounce, 11 Deferred' }) } as const;
+
+/** Lowercase aliases: `ContactsListID` (OpenAPI's spelling) and `MessageStatusID` (2015 metadata). */
+export const CAMPAIGN_FILTER_ALIASES: Readonly<Record<string, string>> = { contactslistid: 'contactslist', messagestatusid: 'messagestatus' };
+
+export interface CampaignFilterValues {
+  CampaignID?: bigint | undefined;
+  CampaignStatus?: number | undefined;
+  ContactsList?: bigint | undefined;
+  CustomCampaign?: string | undefined;
+  From?: string | undefined;
+  FromDomain?: string | undefined;
+  FromID?: bigint | undefined;
+  FromType?: number | undefined;
+  FromTS?: number | undefined;
+  ToTS?: number | undefined;
+  IsDeleted?: boolean | undefined;
+  IsNewsletterTool?: boolean | undefined;
+  IsStarred?: boolean | undefined;
+  Period?: 'Day' | 'Week' | 'Month' | 'Year' | undefined;
+}
+
+/**
+ * Conditions for the given filters on a table (alias `t`) with the dimension columns. Every
+ * campaign lookup is scoped to the tenant.
+ */
+export function campaignConditions(apiKeyId: string, q: CampaignFilterValues, nowSeconds = Math.floor(Date.now() / 1000)): RawBuilder<unknown>[] {
+  const c: RawBuilder<unknown>[] = [];
+  if (q.CampaignID !== undefined) c.push(sql`t.campaign_id = ${q.CampaignID.toString()}::int8`);
+  if (q.ContactsList !== undefined) c.push(sql`t.list_id = ${q.ContactsList.toString()}::int8`);
+  if (q.FromID !== undefined) c.push(sql`t.sender_id = ${q.FromID.toString()}::int8`);
+  if (q.CustomCampaign !== undefined) c.push(sql`t.custom_campaign = ${q.CustomCampaign}`);
+  if (q.From !== undefined) c.push(sql`lower(t.sender) = ${q.From.toLowerCase()}`);
+  if (q.FromDomain !== undefined) c.push(sql`t.sender_domain = ${q.FromDomain.toLowerCase()}`);
+  if (q.FromType !== undefined) {
+    if (q.FromType === 3) c.push(sql`t.campaign_id = 0`);
+    else c.push(sql`t.campaign_id <> 0 AND ${q.FromType === 2 ? sql`` : sql`NOT`} EXISTS (SELECT 1 FROM campaigns m WHERE m.api_key_id = ${apiKeyId}::int8 AND m.campaign_id = t.campaign_id)`);
+  }
+
+  // Campaign-level: which campaigns qualify, from the campaign-overview read model.
+  const campaign: RawBuilder<unknown>[] = [];
+  const sendTime = sql`COALESCE(m.send_time_start, s.first_message_time)`;
+  let from = q.FromTS;
+  let to = q.ToTS;
+  if (q.Period !== undefined) {
+    if (from !== undefined || to !== undefined) throw apiErrors.badRequest('Invalid parameter Period: give either Period or FromTS/ToTS, not both');
+    from = periodStart(q.Period, nowSeconds);
+    to = nowSeconds + 1;
+  }
+  if (from !== undefined && to !== undefined && to <= from) throw apiErrors.badRequest('Invalid parameter ToTS: must be later than FromTS');
+  if (from !== undefined) campaign.push(sql`${sendTime} >= ${from}::int8`);
+  if (to !== undefined) campaign.push(sql`${sendTime} < ${to}::int8`);
+  if (q.CampaignStatus !== undefined) campaign.push(sql`m.status = ${q.CampaignStatus}`);
+  if (q.IsDeleted !== undefined) campaign.push(q.IsDeleted ? sql`m.status = -2` : sql`m.status IS DISTINCT FROM -2`);
+  if (q.IsStarred !== undefined) campaign.push(q.IsStarred ? sql`m.starred IS TRUE` : sql`m.starred IS NOT TRUE`);
+  if (q.IsNewsletterTool !== undefined) campaign.push(q.IsNewsletterTool ? sql`m.id_type = 'NL'` : sql`m.id_type IS DISTINCT FROM 'NL'`);
+  if (campaign.length > 0) {
+    c.push(sql`t.campaign_id IN (
+      SELECT s.campaign_id FROM campaign_stats s
+      LEFT JOIN campaigns m ON m.api_key_id = s.api_key_id AND m.campaign_id = s.campaign_id
+      WHERE s.api_key_id = ${apiKeyId}::int8 AND ${sql.join(campaign, sql` AND `)})`);
+  }
+  return c;
+}
+
+/** `MessageStatus` → a condition on the messages read model, for a table with `t.message_id`. */
+export function messageStatusCondition(apiKeyId: string, code: number | undefined): RawBuilder<unknown>[] {
+  if (code === undefined) return [];
+  const statuses: Record<number, readonly string[]> = {
+    1: ['queued'], 2: ['sent'], 3: ['opened'], 4: ['clicked'], 5: ['softbounced', 'hardbounced'], 6: ['spam'],
+    7: ['unsub'], 8: ['blocked'], 9: ['softbounced'], 10: ['hardbounced'], 11: ['deferred'],
+  };
+  const match = code === 0 ? sql`g.message_time IS NOT NULL` : sql`g.status = ANY(${[...(statuses[code] ?? [])]}::text[])`;
+  return [sql`EXISTS (SELECT 1 FROM messages g WHERE g.api_key_id = ${apiKeyId}::int8 AND g.message_id = t.message_id AND ${match})`];
+}
+
+function periodStart(period: 'Day' | 'Week' | 'Month' | 'Year', now: number): number {
+  const d = new Date(now * 1000);
+  const y = d.getUTCFullYear();
+  const m = d.getUTCMonth();
+  switch (period) {
+    case 'Day':
+      return Date.UTC(y, m, d.getUTCDate()) / 1000;
+    case 'Week': // ISO weeks start on Monday
+      return Date.UTC(y, m, d.getUTCDate() - ((d.getUTCDay() + 6) % 7)) / 1000;
+    case 'Month':
+      return Date.UTC(y, m, 1) / 1000;
+    case 'Year':
+      return Date.UTC(y, 0, 1) / 1000;
+  }
+}

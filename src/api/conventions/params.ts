@@ -1,0 +1,113 @@
+import { z } from 'zod';
+import { apiErrors } from '../../http/errors.js';
+import { parseTimestamp } from './time.js';
+
+/**
+ * Query parameters as Mailjet's clients send them. Every resource declares its parameters as a
+ * zod object keyed by the canonical (PascalCase) names; `parseQuery` matches the names sent
+ * without regard to case (and to a `[]` suffix), validates, and answers a 400 naming the
+ * parameter. Unknown parameters are ignored, as Mailjet does. The same schemas feed OpenAPI.
+ */
+
+const MAX_UINT64 = 2n ** 64n - 1n;
+
+/** A 64-bit unsigned id → bigint. */
+export const int64 = () =>
+  z
+    .string()
+    .trim()
+    .regex(/^\d{1,20}$/, { message: 'must be a non-negative whole number' })
+    .transform((v) => BigInt(v))
+    .refine((v) => v <= MAX_UINT64, { message: 'is beyond the 64-bit range' })
+    .meta({ type: 'integer', format: 'int64' });
+
+export const int = (min = 0, max = Number.MAX_SAFE_INTEGER) =>
+  z
+    .string()
+    .trim()
+    .regex(/^-?\d{1,16}$/, { message: 'must be a whole number' })
+    .transform(Number)
+    .pipe(z.number().int().min(min, { message: `must be at least ${min}` }).max(max, { message: `must be at most ${max}` }));
+
+/** true / false / 1 / 0, any case. */
+export const bool = () =>
+  z
+    .string()
+    .trim()
+    .toLowerCase()
+    .pipe(z.enum(['true', 'false', '1', '0'], { message: 'must be true, false, 1 or 0' }))
+    .transform((v) => v === 'true' || v === '1');
+
+/** Unix seconds, RFC 3339, or a zone-less ISO date-time (UTC) → Unix seconds. */
+export const timestamp = () =>
+  z
+    .string()
+    .transform((v, ctx) => {
+      const seconds = parseTimestamp(v);
+      if (seconds === null) {
+        ctx.addIssue({ code: 'custom', message: 'must be Unix seconds or an RFC 3339 date-time such as 2024-05-01T00:00:00Z' });
+        return z.NEVER;
+      }
+      return seconds;
+    })
+    .meta({ description: 'Unix seconds, RFC 3339, or ISO date-time without zone (UTC)' });
+
+/** One of fixed words, any case → the canonical spelling. */
+export const oneOf = <const T extends readonly [string, ...string[]]>(values: T) =>
+  z
+    .string()
+    .trim()
+    .transform((v, ctx) => {
+      const hit = values.find((w) => w.toLowerCase() === v.toLowerCase());
+      if (hit === undefined) {
+        ctx.addIssue({ code: 'custom', message: `must be one of ${values.join(', ')}` });
+        return z.NEVER;
+      }
+      return hit as T[number];
+    })
+    .meta({ enum: [...values] });
+
+export const text = (max = 1000) => z.string().max(max, { message: `must be at most ${max} characters` });
+
+/** A comma-separated list (also sent as repeated `Name[]=` parameters). */
+export const list = <T extends z.ZodType<unknown, string>>(item: T, maxItems = 100) =>
+  z
+    .string()
+    .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0))
+    .pipe(z.array(item).max(maxItems, { message: `must list at most ${maxItems} values` }))
+    .meta({ description: 'comma-separated list' });
+
+type Shape = Record<string, z.ZodType<unknown, string | undefined>>;
+
+const canonicalNames = new WeakMap<z.ZodObject, Map<string, string>>();
+
+function namesOf(schema: z.ZodObject): Map<string, string> {
+  let names = canonicalNames.get(schema);
+  if (names === undefined) {
+    names = new Map(Object.keys(schema.shape).map((k) => [k.toLowerCase(), k]));
+    canonicalNames.set(schema, names);
+  }
+  return names;
+}
+
+export type RawQuery = Record<string, string | string[] | undefined>;
+
+export function parseQuery<S extends z.ZodObject<Shape>>(schema: S, raw: RawQuery, aliases: Readonly<Record<string, string>> = {}): z.output<S> {
+  const names = namesOf(schema);
+  const input: Record<string, string> = {};
+  for (const [sent, value] of Object.entries(raw)) {
+    if (value === undefined) continue;
+    const bare = sent.endsWith('[]') ? sent.slice(0, -2) : sent;
+    const lower = bare.toLowerCase();
+    const name = names.get(aliases[lower] ?? lower);
+    if (name === undefined) continue;
+    const joined = Array.isArray(value) ? value.join(',') : value;
+    input[name] = name in input ? `${input[name] as string},${joined}` : joined;
+  }
+  const parsed = schema.safeParse(input);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const param = String(issue?.path[0] ?? 'query');
+  const message = issue?.code === 'invalid_type' ? 'must be given once, as text' : (issue?.message ?? 'is invalid');
+  throw apiErrors.badRequest(`Invalid parameter ${param}: ${message} (got ${JSON.stringify(input[param] ?? '')})`);
+}

@@ -1,0 +1,113 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { z } from 'zod';
+import type { Database } from '../db/schema.js';
+import { authenticate } from '../http/auth.js';
+import { ApiError, apiErrors } from '../http/errors.js';
+import type { KeyVerifier, Principal } from '../keys/key-store.js';
+import { toJson } from './conventions/json.js';
+import { pageOf } from './conventions/paging.js';
+import { type RawQuery, parseQuery } from './conventions/params.js';
+import { AuthFailureLimiter, RateLimiter } from './conventions/rate-limit.js';
+import type { ListResult, Resource, WireRecord } from './resource.js';
+import { RESOURCES } from './routes/index.js';
+
+/**
+ * Mounts Mailjet's REST API at /v3/REST: Basic auth against the key store (failed attempts
+ * limited per address), a per-key rate limit, every resource's list and item routes in the
+ * {Count, Data, Total} envelope, and 405 for methods a resource does not take. Resource and
+ * parameter names match without regard to case (the router is case-insensitive).
+ */
+
+export const REST_PREFIX = '/v3/REST';
+
+export interface RestApiDeps {
+  readonly db: Kysely<Database>;
+  readonly verifier: KeyVerifier;
+  readonly limits: { readonly rateLimitPerSecond: number; readonly rateLimitBurst: number; readonly authFailuresPerMinute: number };
+  /** Write resources (e.g. eventcallbackurl) register their own routes on the authenticated scope. */
+  readonly extraRoutes?: readonly ((scope: FastifyInstance, deps: RestApiDeps) => void)[];
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+}
+
+export function registerRestApi(app: FastifyInstance, deps: RestApiDeps, resources: readonly Resource[] = RESOURCES): void {
+  const limiter = new RateLimiter(deps.limits.rateLimitPerSecond, deps.limits.rateLimitBurst);
+  const failures = new AuthFailureLimiter(deps.limits.authFailuresPerMinute, 60_000);
+  app.decorateRequest('principal', null);
+
+  void app.register(
+    async (scope) => {
+      scope.addHook('onRequest', async (req) => {
+        const blocked = failures.blockedFor(req.ip);
+        if (blocked > 0) throw apiErrors.tooManyRequests(blocked, 'Too many failed authentication attempts from this address; retry later');
+        try {
+          req.principal = await authenticate(req, deps.verifier);
+        } catch (err) {
+          if (err instanceof ApiError && err.statusCode === 401) failures.fail(req.ip);
+          throw err;
+        }
+        const wait = limiter.take(req.principal.apiKeyId);
+        if (wait > 0) throw apiErrors.tooManyRequests(wait);
+      });
+
+      for (const resource of resources) mountResource(scope, deps.db, resource);
+      for (const extra of deps.extraRoutes ?? []) extra(scope, deps);
+    },
+    { prefix: REST_PREFIX },
+  );
+}
+
+/** The authenticated tenant of a request under /v3/REST. */
+export function principalOf(req: FastifyRequest): Principal {
+  if (req.principal === null) throw apiErrors.unauthorized();
+  return req.principal;
+}
+
+export function sendRecords(reply: FastifyReply, result: ListResult, countOnly = false, status = 200): FastifyReply {
+  const body = countOnly ? { Count: result.total, Data: [], Total: result.total } : { Count: result.rows.length, Data: result.rows, Total: result.total };
+  return reply.code(status).type('application/json; charset=utf-8').send(toJson(body));
+}
+
+const READ_ONLY = ['GET'] as const;
+
+export function refuseOtherMethods(scope: FastifyInstance, url: string, allowed: readonly string[]): void {
+  const others = (['POST', 'PUT', 'DELETE', 'PATCH'] as const).filter((m) => !allowed.includes(m));
+  if (others.length === 0) return;
+  scope.route({
+    method: others,
+    url,
+    handler: async (req) => {
+      throw apiErrors.methodNotAllowed(req.method, allowed);
+    },
+  });
+}
+
+function mountResource(scope: FastifyInstance, db: Kysely<Database>, resource: Resource): void {
+  const url = `/${resource.name}`;
+  scope.get(url, async (req, reply) => {
+    const rawQuery = req.query as RawQuery;
+    const query = parseQuery(resource.query as z.ZodObject, rawQuery, resource.aliases) as Record<string, unknown> & Parameters<typeof pageOf>[0];
+    const page = pageOf(query);
+    const result = await resource.list({ db, principal: principalOf(req), rawQuery, query, page });
+    return sendRecords(reply, result, page.countOnly);
+  });
+  refuseOtherMethods(scope, url, READ_ONLY);
+
+  for (const item of resource.items ?? []) {
+    const itemUrl = `${url}/${item.path}`;
+    scope.get(itemUrl, async (req, reply) => {
+      const records: readonly WireRecord[] = await item.find(
+        { db, principal: principalOf(req), rawQuery: req.query as RawQuery },
+        req.params as Record<string, string>,
+      );
+      if (records.length === 0) throw apiErrors.notFound();
+      return sendRecords(reply, { rows: records, total: records.length });
+    });
+    refuseOtherMethods(scope, itemUrl, READ_ONLY);
+  }
+}
