@@ -5,7 +5,9 @@ import { migrateToLatest } from './db/migrate.js';
 import { registerHttpIngest } from './ingest/http-ingest.js';
 import { IngestWorkers } from './ingest/ingest-workers.js';
 import { type RunningIngest, runNatsIngest } from './ingest/nats-ingest.js';
+import { registerOpenApi } from './api/openapi.js';
 import { registerRestApi } from './api/register.js';
+import { type MetricSource, registerMetrics } from './http/metrics.js';
 import { createServer } from './http/server.js';
 import { registerStatusRoute } from './http/status-route.js';
 import { KeyVerifier, countApiKeys, createApiKey, printableKey } from './keys/key-store.js';
@@ -77,13 +79,28 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       const verifier = new KeyVerifier(db.kysely);
       const ingest = natsIngest;
       const running = projector;
+      const sources: MetricSource[] = [];
+      if (ingest !== null) {
+        sources.push({ name: 'mailtally_ingest_messages_total', help: 'NATS messages taken by this process, by outcome', read: () => ({ ...ingest.stats }) });
+      }
+      if (running !== null) {
+        sources.push({
+          name: 'mailtally_projector_total',
+          help: 'Projector work in this process: events folded, batches written, errors',
+          read: () => ({ events: running.stats.events, batches: running.stats.batches, errors: running.stats.errors }),
+        });
+      }
+      registerMetrics(http, { db: db.kysely, sources });
       registerStatusRoute(http, {
         db: db.kysely,
         roles,
         extra: () => ({ ...(ingest !== null ? { ingest: ingest.stats } : {}), ...(running !== null ? { projector: running.stats } : {}) }),
       });
       if (roles.includes('ingest')) registerHttpIngest(http, { db, verifier });
-      if (roles.includes('api')) registerRestApi(http, { db: db.kysely, verifier, limits: config.api });
+      if (roles.includes('api')) {
+        registerRestApi(http, { db: db.kysely, verifier, limits: config.api });
+        await registerOpenApi(http);
+      }
       url = await http.listen({ port: config.http.port, host: config.http.host });
       const server = http;
       // Closed first: stop taking requests before the workers drain.

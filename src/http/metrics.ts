@@ -1,0 +1,77 @@
+import type { FastifyInstance } from 'fastify';
+import type { Kysely } from 'kysely';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Database } from '../db/schema.js';
+import { listCheckpoints } from '../log/checkpoints.js';
+import { logHead } from '../log/read.js';
+
+/**
+ * GET /metrics in Prometheus format (no auth, no tenant data): request rates and latencies per
+ * route, the log head (its rate is the ingest rate, across every ingest process) and each
+ * reader's lag (projections, webhook dispatcher), plus whatever counters the running roles
+ * publish (ingest outcomes, webhook outcomes) through `sources`.
+ */
+
+/** Cumulative counters a role keeps in memory, read at scrape time. */
+export interface MetricSource {
+  readonly name: string;
+  readonly help: string;
+  /** label value → count; the label is named `outcome`. */
+  read(): Readonly<Record<string, number>>;
+}
+
+export interface MetricsDeps {
+  readonly db: Kysely<Database>;
+  readonly sources?: readonly MetricSource[];
+}
+
+export function registerMetrics(app: FastifyInstance, deps: MetricsDeps): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'mailtally_process_' });
+
+  const requests = new Counter({ name: 'mailtally_http_requests_total', help: 'HTTP requests by route and status', labelNames: ['method', 'route', 'status'] as const, registers: [registry] });
+  const latency = new Histogram({
+    name: 'mailtally_http_request_duration_seconds',
+    help: 'HTTP request latency by route',
+    labelNames: ['method', 'route'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    // The route template, never the raw URL: ids must not become label values.
+    const route = req.routeOptions.url ?? 'unmatched';
+    requests.inc({ method: req.method, route, status: String(reply.statusCode) });
+    latency.observe({ method: req.method, route }, reply.elapsedTime / 1000);
+  });
+
+  const head = new Gauge({ name: 'mailtally_log_head_position', help: 'Highest committed log position (its rate is the ingest rate)', registers: [registry] });
+  const lag = new Gauge({ name: 'mailtally_reader_lag_events', help: 'Events between the log head and each reader (projection, dispatcher)', labelNames: ['reader'] as const, registers: [registry] });
+  const up = new Gauge({ name: 'mailtally_database_up', help: '1 when the database answered the last scrape', registers: [registry] });
+
+  for (const source of deps.sources ?? []) {
+    new Counter({
+      name: source.name,
+      help: source.help,
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [outcome, value] of Object.entries(source.read())) this.inc({ outcome }, value);
+      },
+    });
+  }
+
+  app.get('/metrics', async (_req, reply) => {
+    try {
+      const [h, checkpoints] = await Promise.all([logHead(deps.db), listCheckpoints(deps.db)]);
+      head.set(Number(h));
+      lag.reset();
+      for (const c of checkpoints) lag.set({ reader: c.name }, Number(h - c.position));
+      up.set(1);
+    } catch {
+      up.set(0);
+    }
+    return reply.type(registry.contentType).send(await registry.metrics());
+  });
+  return registry;
+}

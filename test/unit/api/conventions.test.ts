@@ -1,0 +1,120 @@
+import { sql } from 'kysely';
+import { describe, expect, it } from 'vitest';
+import { toJson, wireId } from '../../../src/api/conventions/json.js';
+import { pageOf } from '../../../src/api/conventions/paging.js';
+import { bool, int64, parseQuery, timestamp } from '../../../src/api/conventions/params.js';
+import { AuthFailureLimiter, RateLimiter } from '../../../src/api/conventions/rate-limit.js';
+import { orderBy } from '../../../src/api/conventions/sort.js';
+import { parseTimestamp, rfc3339 } from '../../../src/api/conventions/time.js';
+import { z } from 'zod';
+import { createServer } from '../../../src/http/server.js';
+import { quietLogger } from '../../support/harness.js';
+
+describe('timestamps', () => {
+  it.each([
+    ['1700000000', 1_700_000_000],
+    ['2023-11-14T22:13:20Z', 1_700_000_000],
+    ['2023-11-14T22:13:20', 1_700_000_000],
+    ['2023-11-14T23:13:20+01:00', 1_700_000_000],
+    ['2023-11-14T23:13:20+0100', 1_700_000_000],
+    ['2023-11-14 22:13:20', 1_700_000_000],
+    ['2023-11-14T22:13:20.999Z', 1_700_000_000],
+    ['2023-11-14', 1_699_920_000],
+  ])('reads %s', (text, seconds) => expect(parseTimestamp(text)).toBe(seconds));
+
+  it.each(['yesterday', '2023-02-30T00:00:00Z', '2023-13-01', '99999999999999', '-5', '1e9', ''])('refuses %j', (text) => expect(parseTimestamp(text)).toBeNull());
+
+  it('writes RFC 3339 with Z, and "" for none', () => {
+    expect(rfc3339(1_700_000_000n)).toBe('2023-11-14T22:13:20Z');
+    expect(rfc3339(null)).toBe('');
+  });
+});
+
+describe('query parameters', () => {
+  const schema = z.object({ SourceID: int64().optional(), countOnly: bool().optional(), FromTS: timestamp().optional() });
+
+  it('matches names without regard to case or a [] suffix', () => {
+    expect(parseQuery(schema, { sourceid: '18446744073709551615', COUNTONLY: 'TRUE', 'fromts[]': '2023-11-14' })).toEqual({
+      SourceID: 18_446_744_073_709_551_615n,
+      countOnly: true,
+      FromTS: 1_699_920_000,
+    });
+  });
+
+  it('ignores unknown parameters', () => expect(parseQuery(schema, { Whatever: 'x' })).toEqual({}));
+
+  it.each([
+    [{ SourceID: '-1' }, /Invalid parameter SourceID: must be a non-negative whole number \(got "-1"\)/],
+    [{ SourceID: '18446744073709551616' }, /SourceID: is beyond the 64-bit range/],
+    [{ countOnly: 'yes' }, /countOnly: must be true, false, 1 or 0/],
+    [{ FromTS: 'soon' }, /FromTS: must be Unix seconds or an RFC 3339/],
+  ])('answers 400 naming the parameter for %j', (raw, message) => {
+    expect(() => parseQuery(schema, raw)).toThrow(message);
+    try {
+      parseQuery(schema, raw);
+    } catch (err) {
+      expect(err).toMatchObject({ statusCode: 400 });
+    }
+  });
+
+  it('pages: default 10, 0 means 1000, above 1000 is refused', () => {
+    expect(pageOf({})).toEqual({ limit: 10, offset: 0, countOnly: false });
+    expect(pageOf({ Limit: 0, Offset: 20 })).toEqual({ limit: 1000, offset: 20, countOnly: false });
+    expect(() => pageOf({ Limit: 1001 })).toThrow(/Limit: must be at most 1000/);
+  });
+});
+
+describe('Sort', () => {
+  const sortable = { ID: sql.ref('id'), ProcessedCount: sql.ref('processed') };
+  it.each([
+    ['ProcessedCount DESC'],
+    ['ProcessedCount+DESC'],
+    ['processedcount desc'],
+    [' ProcessedCount   DESC '],
+  ])('reads %j as descending', (text) => {
+    const q = orderBy('x', text, sortable, []);
+    expect(JSON.stringify(q.toOperationNode())).toMatch(/DESC/);
+  });
+  it('reads comma lists and refuses other properties by name', () => {
+    expect(JSON.stringify(orderBy('x', 'ID, ProcessedCount DESC', sortable, []).toOperationNode())).toMatch(/ASC.*DESC/);
+    expect(() => orderBy('x', 'Email', sortable, [])).toThrow(/Invalid parameter Sort: "Email" is not a sortable property of x; sort by ID, ProcessedCount/);
+    expect(() => orderBy('x', 'ID sideways', sortable, [])).toThrow(/Sort/);
+  });
+});
+
+describe('JSON', () => {
+  it('writes 64-bit ids as bare integers, and only bigints', () => {
+    const text = toJson({ ID: 19_421_777_835_146_490n, Small: wireId('12'), Big: wireId('18446744073709551615'), Text: '^not-a-mark:1' });
+    expect(text).toBe('{"ID":19421777835146490,"Small":12,"Big":18446744073709551615,"Text":"^not-a-mark:1"}');
+  });
+});
+
+describe('limits', () => {
+  it('rate-limits per key with a token bucket', () => {
+    let now = 0;
+    const l = new RateLimiter(10, 2, () => now);
+    expect([l.take('a'), l.take('a')]).toEqual([0, 0]);
+    expect(l.take('a')).toBeCloseTo(0.1);
+    expect(l.take('b')).toBe(0);
+    now = 100;
+    expect(l.take('a')).toBe(0);
+  });
+
+  it('blocks an address after repeated failed logins, for the rest of the window', () => {
+    let now = 0;
+    const l = new AuthFailureLimiter(3, 60_000, () => now);
+    for (let i = 0; i < 3; i++) l.fail('1.2.3.4');
+    expect(l.blockedFor('1.2.3.4')).toBe(60);
+    expect(l.blockedFor('5.6.7.8')).toBe(0);
+    now = 60_000;
+    expect(l.blockedFor('1.2.3.4')).toBe(0);
+  });
+});
+
+describe('transport', () => {
+  it('refuses plain HTTP off loopback unless allowed', () => {
+    expect(() => createServer({ port: 0, host: '0.0.0.0', tls: null, allowInsecureHttp: false }, quietLogger())).toThrow(/Refusing to serve plain HTTP/);
+    expect(() => createServer({ port: 0, host: '0.0.0.0', tls: null, allowInsecureHttp: true }, quietLogger())).not.toThrow();
+    expect(() => createServer({ port: 0, host: '127.0.0.1', tls: null, allowInsecureHttp: false }, quietLogger())).not.toThrow();
+  });
+});
