@@ -24,6 +24,9 @@ export function registerStatusRoute(
   app: FastifyInstance,
   deps: { db: Kysely<Database>; roles: readonly string[]; extra?: () => Record<string, unknown> },
 ): void {
+  // Liveness for load balancers: answers without touching the database.
+  app.get('/healthz', async (_req, reply) => reply.type('application/json; charset=utf-8').send('{"status":"ok"}'));
+
   app.get('/status', async () => {
     let report: StatusReport;
     try {

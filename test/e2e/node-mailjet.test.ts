@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import Mailjet from 'node-mailjet';
+import { Client as Mailjet } from 'node-mailjet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECTIONS } from '../../projections/index.js';
 import { loadConfig } from '../../src/config.js';
