@@ -7,6 +7,7 @@ const BENCHES: Record<string, () => Promise<Bench>> = {
   ingest: async () => (await import('./ingest.js')).runIngestBench,
   replay: async () => (await import('./replay.js')).runReplayBench,
   freshness: async () => (await import('./freshness.js')).runFreshnessBench,
+  api: async () => (await import('./api.js')).runApiBench,
 };
 
 class UsageError extends Error {}

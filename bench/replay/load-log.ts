@@ -1,10 +1,10 @@
 import type { Db } from '../../src/db/connect.js';
 import { decodeEventText, type LogEventRow } from '../../src/events/decode.js';
 import { writeBatch } from '../../src/ingest/batch-writer.js';
-import { generateEvents } from '../support/generate.js';
+import { type GenerateOptions, generateEvents } from '../support/generate.js';
 
 /** Fills the log with `count` generated events (5% duplicates, dropped by the log) through the product's batch writer. */
-export async function loadLog(db: Db, count: number, onProgress: (done: number) => void): Promise<number> {
+export async function loadLog(db: Db, count: number, onProgress: (done: number) => void, generate: Omit<GenerateOptions, 'count'> = {}): Promise<number> {
   let batch: LogEventRow[] = [];
   let done = 0;
   let stored = 0;
@@ -16,7 +16,7 @@ export async function loadLog(db: Db, count: number, onProgress: (done: number) 
     batch = [];
     onProgress(done);
   };
-  for (const g of generateEvents({ count })) {
+  for (const g of generateEvents({ ...generate, count })) {
     const decoded = decodeEventText(g.text, { apiKeyId: g.apiKeyId });
     if (!decoded.ok) throw new Error(`generated event rejected: ${decoded.reason}`);
     batch.push(decoded.row);

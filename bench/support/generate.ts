@@ -31,6 +31,8 @@ export interface GenerateOptions {
   tenants?: readonly string[];
   duplicateRate?: number;
   duplicates?: 'far' | 'near';
+  /** Seconds between two messages' first events (default 0.05: 20 messages a second). */
+  secondsPerMessage?: number;
 }
 
 type Rng = () => number;
@@ -115,7 +117,7 @@ export function* generateEvents(opts: GenerateOptions): Generator<GeneratedEvent
   };
 
   const newMessage = (): Message => {
-    const t0 = BASE_TIME + Math.floor(messages / 20);
+    const t0 = BASE_TIME + Math.floor(messages * (opts.secondsPerMessage ?? 0.05));
     const tenant = pickTenant();
     const campaign = campaignFor(tenant, t0);
     const m: Message = {

@@ -11,13 +11,13 @@ import { bool, int, int64, oneOf, text, timestamp } from './params.js';
  */
 
 export const CAMPAIGN_FILTERS = {
-  CampaignID: int64().optional(),
+  CampaignID: int64({ signed: true }).optional(),
   CampaignStatus: int(-3, 4).optional().meta({ description: 'Campaign status: -3 AXCanceled, -2 Deleted, -1 Archived, 0 Draft, 1 Programmed, 2 Sent, 3 AXTested, 4 AXSelected' }),
-  ContactsList: int64().optional(),
+  ContactsList: int64({ signed: true }).optional(),
   CustomCampaign: text().optional(),
   From: text().optional().meta({ description: 'Sender address' }),
   FromDomain: text().optional(),
-  FromID: int64().optional().meta({ description: 'Sender id' }),
+  FromID: int64({ signed: true }).optional().meta({ description: 'Sender id' }),
   FromType: int(1, 3).optional().meta({ description: '1 Transactional (no campaign metadata), 2 Marketing (campaign metadata known), 3 Unknown (no campaign)' }),
   FromTS: timestamp().optional().meta({ description: 'Campaign send time at or after this' }),
   ToTS: timestamp().optional().meta({ description: 'Campaign send time before this' }),

@@ -10,15 +10,19 @@ import { parseTimestamp } from './time.js';
  */
 
 const MAX_UINT64 = 2n ** 64n - 1n;
+const MAX_INT64 = 2n ** 63n - 1n;
 
-/** A 64-bit unsigned id → bigint. */
-export const int64 = () =>
+/**
+ * A 64-bit id → bigint: unsigned by default (message ids, kept as numeric); `signed` for ids kept
+ * in int8 columns (campaign, contact, list, sender), which a larger value would overflow.
+ */
+export const int64 = (opts: { signed?: boolean } = {}) =>
   z
     .string()
     .trim()
     .regex(/^\d{1,20}$/, { message: 'must be a non-negative whole number' })
     .transform((v) => BigInt(v))
-    .refine((v) => v <= MAX_UINT64, { message: 'is beyond the 64-bit range' })
+    .refine((v) => v <= (opts.signed === true ? MAX_INT64 : MAX_UINT64), { message: opts.signed === true ? 'is beyond the signed 64-bit range' : 'is beyond the 64-bit range' })
     .meta({ type: 'integer', format: 'int64' });
 
 export const int = (min = 0, max = Number.MAX_SAFE_INTEGER) =>
@@ -67,7 +71,12 @@ export const oneOf = <const T extends readonly [string, ...string[]]>(values: T)
     })
     .meta({ enum: [...values] });
 
-export const text = (max = 1000) => z.string().max(max, { message: `must be at most ${max} characters` });
+export const text = (max = 1000) =>
+  z
+    .string()
+    .max(max, { message: `must be at most ${max} characters` })
+    // Postgres text cannot hold NUL: refuse it here rather than fail in the query.
+    .refine((v) => !v.includes('\u0000'), { message: 'must not contain NUL characters' });
 
 /** A comma-separated list (also sent as repeated `Name[]=` parameters). */
 export const list = <T extends z.ZodType<unknown, string>>(item: T, maxItems = 100) =>
