@@ -60,6 +60,25 @@ describe('node-mailjet over HTTPS', () => {
     expect(res.body).toEqual({ Count: 2, Data: [], Total: 2 });
   });
 
+  it('reads a 64-bit MessageID back exactly (the client keeps it as a string)', async () => {
+    const res = await client.get('message').id('19421777835146490').request();
+    expect(res.response.status).toBe(200);
+    expect(res.body).toMatchObject({ Count: 1, Total: 1, Data: [{ ID: '19421777835146490', Status: 'opened', CampaignID: 7 }] });
+    const raw = await fetch(`${service.url}/v3/REST/message/19421777835146490`, { headers: { authorization: `Basic ${Buffer.from(`${t.key.ApiKey}:${t.key.SecretKey}`).toString('base64')}` } });
+    expect(await raw.text()).toContain('"ID":19421777835146490');
+  });
+
+  it('lists message events with filters and sort', async () => {
+    const res = await client.get('openinformation').request({}, { CampaignID: 7, Sort: 'OpenedAt DESC' });
+    expect(res.body).toMatchObject({ Count: 1, Total: 1, Data: [{ MessageID: '19421777835146490', OpenedAt: '2023-11-14T22:14:20Z', UserAgentFull: 'Mozilla/5.0' }] });
+    const history = await client.get('messagehistory').id('19421777835146490').request();
+    expect((history.body as { Data: { EventType: string }[] }).Data.map((e) => e.EventType)).toEqual(['sent', 'opened']);
+  });
+
+  it('answers 404 for an unknown message as the client reports it', async () => {
+    await expect(client.get('message').id('42').request()).rejects.toMatchObject({ statusCode: 404, ErrorMessage: 'Object not found' });
+  });
+
   it('surfaces a 400 the way the client reports it', async () => {
     const err = await client
       .get('statcounters')

@@ -80,7 +80,8 @@ export function campaignConditions(apiKeyId: string, q: CampaignFilterValues, no
   if (from !== undefined && to !== undefined && to <= from) throw apiErrors.badRequest('Invalid parameter ToTS: must be later than FromTS');
   if (from !== undefined) campaign.push(sql`${sendTime} >= ${from}::int8`);
   if (to !== undefined) campaign.push(sql`${sendTime} < ${to}::int8`);
-  if (q.CampaignStatus !== undefined) campaign.push(sql`m.status = ${q.CampaignStatus}`);
+  // A campaign with messages but no metadata counts as sent (2), as /campaignoverview shows it.
+  if (q.CampaignStatus !== undefined) campaign.push(sql`COALESCE(m.status, 2) = ${q.CampaignStatus}`);
   if (q.IsDeleted !== undefined) campaign.push(q.IsDeleted ? sql`m.status = -2` : sql`m.status IS DISTINCT FROM -2`);
   if (q.IsStarred !== undefined) campaign.push(q.IsStarred ? sql`m.starred IS TRUE` : sql`m.starred IS NOT TRUE`);
   if (q.IsNewsletterTool !== undefined) campaign.push(q.IsNewsletterTool ? sql`m.id_type = 'NL'` : sql`m.id_type IS DISTINCT FROM 'NL'`);
@@ -91,6 +92,12 @@ export function campaignConditions(apiKeyId: string, q: CampaignFilterValues, no
       WHERE s.api_key_id = ${apiKeyId}::int8 AND ${sql.join(campaign, sql` AND `)})`);
   }
   return c;
+}
+
+/** EventFromTs (inclusive) / EventToTs (exclusive) on an event-time column. */
+export function eventWindow(column: RawBuilder<unknown>, from: number | undefined, to: number | undefined): RawBuilder<unknown>[] {
+  if (from !== undefined && to !== undefined && to <= from) throw apiErrors.badRequest('Invalid parameter EventToTs: must be later than EventFromTs');
+  return [...(from !== undefined ? [sql`${column} >= ${from}::int8`] : []), ...(to !== undefined ? [sql`${column} < ${to}::int8`] : [])];
 }
 
 /** `MessageStatus` → a condition on the messages read model, for a table with `t.message_id`. */

@@ -1,0 +1,122 @@
+import { sql } from 'kysely';
+import { z } from 'zod';
+import { wireId } from '../conventions/json.js';
+import { listSchema } from '../conventions/paging.js';
+import { bool, int64, parseQuery, timestamp } from '../conventions/params.js';
+import { orderBy } from '../conventions/sort.js';
+import { rfc3339 } from '../conventions/time.js';
+import { conditions, readList, tenant } from '../list-query.js';
+import { defineResource } from '../resource.js';
+import { itemId } from './item-id.js';
+import { COUNT_SORTABLE, RECIPIENT_FILTERS, countRecordFields, countsToWire, recipientConditions } from './recipient-counts.js';
+
+/**
+ * /listrecipientstatistics — distinct-message counts per (contact list, recipient address) for
+ * messages sent to a list, from `list_recipient_stats` (projections/list-recipient-statistics.ts;
+ * ListRecipientID is a stable id of tenant + list + address).
+ * - Count filters and LastActivityAt filters as in /contactstatistics (Min inclusive, Max exclusive).
+ * - IsUnsubscribed: true = the recipient unsubscribed from a message sent to this list (unsub
+ *   count > 0); IsActive is its negation (still subscribed, as far as the events tell).
+ * - MinUnsubscribedAt / MaxUnsubscribedAt: on the first unsubscribe, [Min, Max).
+ * - IsExcludedFromCampaigns: exclusions are not in the event log, so true matches nothing and
+ *   false everything.
+ * - ShowExtraData (list and item): adds `Data`, the contact's extra data, which the event log
+ *   does not carry: always an empty list.
+ * - PreQueuedCount and WorkFlowExitedCount are always 0 (not tracked).
+ * - Sort: ID (= ListRecipientID), ProcessedCount, Email, LastActivityAt and every count.
+ */
+
+const query = listSchema({
+  ...RECIPIENT_FILTERS,
+  Contact: int64({ signed: true }).optional().meta({ description: 'Contact id' }),
+  ContactsList: int64({ signed: true }).optional().meta({ description: 'Contact list id' }),
+  IsActive: bool().optional().meta({ description: 'true: never unsubscribed from this list' }),
+  IsUnsubscribed: bool().optional().meta({ description: 'true: unsubscribed from this list' }),
+  IsExcludedFromCampaigns: bool().optional().meta({ description: 'Not tracked: true matches nothing' }),
+  MinUnsubscribedAt: timestamp().optional().meta({ description: 'First unsubscribe at or after this' }),
+  MaxUnsubscribedAt: timestamp().optional().meta({ description: 'First unsubscribe before this' }),
+  ShowExtraData: bool().optional().meta({ description: 'Add the contact extra data (`Data`, always empty here)' }),
+});
+
+const record = z.object({
+  ...countRecordFields(),
+  Data: z.array(z.object({ Name: z.string(), Value: z.string() })).optional().meta({ description: 'Only with ShowExtraData; always empty' }),
+  LastActivityAt: z.string().meta({ description: 'RFC 3339 UTC; "" for none' }),
+  ListRecipientID: z.number().int(),
+  PreQueuedCount: z.number().int().meta({ description: 'Always 0 (not tracked)' }),
+  WorkFlowExitedCount: z.number().int().meta({ description: 'Always 0 (not tracked)' }),
+});
+
+interface Row {
+  list_recipient_id: bigint | null;
+  last_activity_at: bigint | null;
+  [column: string]: unknown;
+}
+
+const SORTABLE = { ID: sql.ref('list_recipient_id'), Email: sql.ref('email'), LastActivityAt: sql.ref('last_activity_at'), ...COUNT_SORTABLE };
+const TIE_BREAK = [sql`list_recipient_id`, sql`list_id`, sql`email`];
+
+export const listrecipientstatisticsResource = defineResource({
+  name: 'listrecipientstatistics',
+  description: 'Distinct-message counts per contact-list recipient.',
+  query,
+  record,
+  aliases: { contactid: 'contact', contactslistid: 'contactslist' },
+  async list({ db, principal, query: q, page }) {
+    const where = [
+      tenant(principal.apiKeyId),
+      ...recipientConditions(q),
+      ...conditions([
+        [q.Contact, () => sql`contact_id = ${String(q.Contact)}::int8`],
+        [q.ContactsList, () => sql`list_id = ${String(q.ContactsList)}::int8`],
+        [q.IsUnsubscribed, () => (q.IsUnsubscribed === true ? sql`unsub > 0` : sql`unsub = 0`)],
+        [q.IsActive, () => (q.IsActive === true ? sql`unsub = 0` : sql`unsub > 0`)],
+        [q.IsExcludedFromCampaigns, () => (q.IsExcludedFromCampaigns === true ? sql`FALSE` : sql`TRUE`)],
+        [q.MinUnsubscribedAt, () => sql`unsubscribed_at >= ${q.MinUnsubscribedAt}::int8`],
+        [q.MaxUnsubscribedAt, () => sql`unsubscribed_at < ${q.MaxUnsubscribedAt}::int8`],
+      ]),
+    ];
+    const { rows, total } = await readList<Row>(
+      db,
+      { from: sql`list_recipient_stats`, columns: sql`*`, where, orderBy: orderBy('listrecipientstatistics', q.Sort, SORTABLE, TIE_BREAK) },
+      page,
+    );
+    return { rows: rows.map((r) => toWire(r, q.ShowExtraData === true)), total };
+  },
+  items: [
+    {
+      path: ':id',
+      description: 'Statistics of one list recipient, by ListRecipientID.',
+      async find({ db, principal, rawQuery }, params) {
+        const id = itemId(params['id'] ?? '', 'ListRecipientID');
+        const q = parseQuery(query, rawQuery);
+        if (id === null) return [];
+        const r = await sql<Row>`SELECT * FROM list_recipient_stats WHERE ${tenant(principal.apiKeyId)} AND list_recipient_id = ${id.toString()}::int8 ORDER BY list_id, email`.execute(db);
+        return r.rows.map((row) => toWire(row, q.ShowExtraData === true));
+      },
+    },
+  ],
+});
+
+function toWire(r: Row, extraData: boolean): Record<string, unknown> {
+  const counts = countsToWire(r);
+  return {
+    BlockedCount: counts.BlockedCount,
+    BouncedCount: counts.BouncedCount,
+    ClickedCount: counts.ClickedCount,
+    ...(extraData ? { Data: [] } : {}),
+    DeferredCount: counts.DeferredCount,
+    DeliveredCount: counts.DeliveredCount,
+    HardbouncedCount: counts.HardbouncedCount,
+    LastActivityAt: r.last_activity_at === null || r.last_activity_at === 0n ? '' : rfc3339(r.last_activity_at),
+    ListRecipientID: wireId(r.list_recipient_id),
+    OpenedCount: counts.OpenedCount,
+    PreQueuedCount: 0,
+    ProcessedCount: counts.ProcessedCount,
+    QueuedCount: counts.QueuedCount,
+    SoftbouncedCount: counts.SoftbouncedCount,
+    SpamComplaintCount: counts.SpamComplaintCount,
+    UnsubscribedCount: counts.UnsubscribedCount,
+    WorkFlowExitedCount: 0,
+  };
+}

@@ -1,0 +1,110 @@
+import { sql } from 'kysely';
+import { z } from 'zod';
+import { CAMPAIGN_FILTER_ALIASES, CAMPAIGN_FILTERS, MESSAGE_STATUS, campaignConditions, eventWindow, messageStatusCondition } from '../conventions/campaign-filters.js';
+import { wireId } from '../conventions/json.js';
+import { listSchema } from '../conventions/paging.js';
+import { int64, parseQuery, timestamp } from '../conventions/params.js';
+import { orderBy } from '../conventions/sort.js';
+import { rfc3339 } from '../conventions/time.js';
+import { readList, tenant } from '../list-query.js';
+import { defineResource } from '../resource.js';
+
+/**
+ * /openinformation and /openinformation/{ID}: one record per opened message, from its first
+ * open, read from the `open_info` read model (projections/open-information.ts). The item path
+ * takes the **message id** (as Mailjet's `openinformation/{message_ID}`); the record's `ID` is
+ * the first open's event id (its position in the log) and `MessageID` the message id.
+ *
+ * Choices where the reference is silent:
+ * - no implicit date window (CONTRACT.md §2); FromTS/ToTS/Period keep their shared meaning (the
+ *   campaign's send time); EventFromTs (inclusive) / EventToTs (exclusive) are on OpenedAt, the
+ *   first open;
+ * - `ArrivedAt` is the message's first `sent` (its message time when it has none; "" when the
+ *   message has no delivery event yet);
+ * - `UserAgentID` is the id of the parsed user agent (platform + client) of the first open, the
+ *   same id /clickstatistics and /messagehistory give; `UserAgentFull` its raw text;
+ * - Sort: `ID`, `OpenedAt` and `ArrivedAt`, both directions; the default order is by ID;
+ * - a malformed item id is a 400 naming `ID`; an unknown one (or another tenant's) a 404.
+ */
+
+const query = listSchema({
+  ...CAMPAIGN_FILTERS,
+  ...MESSAGE_STATUS,
+  MessageID: int64().optional(),
+  EventFromTs: timestamp().optional().meta({ description: 'OpenedAt (first open) at or after this' }),
+  EventToTs: timestamp().optional().meta({ description: 'OpenedAt (first open) before this' }),
+});
+
+const record = z.object({
+  ArrivedAt: z.string(),
+  CampaignID: z.number().int(),
+  ContactID: z.number().int(),
+  ID: z.number().int().meta({ description: "The first open's event id" }),
+  MessageID: z.number().int().meta({ description: '64-bit message id' }),
+  OpenedAt: z.string().meta({ description: 'First open' }),
+  UserAgentFull: z.string(),
+  UserAgentID: z.number().int(),
+});
+
+interface Row {
+  id: bigint;
+  message_id: string;
+  campaign_id: bigint;
+  contact_id: bigint;
+  opened_at: bigint;
+  arrived_at: bigint | null;
+  user_agent_id: bigint;
+  user_agent_full: string;
+}
+
+const COLUMNS = sql`t.id, t.message_id, t.campaign_id, t.contact_id, t.opened_at, t.arrived_at, t.user_agent_id, t.user_agent_full`;
+const SORTABLE = { ID: sql.ref('t.id'), OpenedAt: sql.ref('t.opened_at'), ArrivedAt: sql.ref('t.arrived_at') };
+
+export const openinformationResource = defineResource({
+  name: 'openinformation',
+  description: 'Opened messages: one record per message, from its first open.',
+  query,
+  record,
+  aliases: CAMPAIGN_FILTER_ALIASES,
+  async list({ db, principal, query: q, page }) {
+    const where = [
+      tenant(principal.apiKeyId, sql.ref('t.api_key_id')),
+      ...campaignConditions(principal.apiKeyId, q),
+      ...messageStatusCondition(principal.apiKeyId, q.MessageStatus),
+      ...(q.MessageID !== undefined ? [sql`t.message_id = ${q.MessageID.toString()}::numeric`] : []),
+      ...eventWindow(sql.ref('t.opened_at'), q.EventFromTs, q.EventToTs),
+    ];
+    const { rows, total } = await readList<Row>(
+      db,
+      { from: sql`open_info t`, columns: COLUMNS, where, orderBy: orderBy('openinformation', q.Sort, SORTABLE, [sql`t.id`]) },
+      page,
+    );
+    return { rows: rows.map(toWire), total };
+  },
+  items: [
+    {
+      path: ':id',
+      description: 'The open information of one message (ID = the message id).',
+      async find({ db, principal }, params) {
+        const { ID } = parseQuery(z.object({ ID: int64() }), { ID: params['id'] });
+        const { rows } = await sql<Row>`SELECT ${COLUMNS} FROM open_info t
+          WHERE ${tenant(principal.apiKeyId, sql.ref('t.api_key_id'))} AND t.message_id = ${ID.toString()}::numeric`.execute(db);
+        return rows.map(toWire);
+      },
+    },
+  ],
+});
+
+
+function toWire(r: Row): Record<string, unknown> {
+  return {
+    ArrivedAt: rfc3339(r.arrived_at),
+    CampaignID: wireId(r.campaign_id),
+    ContactID: wireId(r.contact_id),
+    ID: wireId(r.id),
+    MessageID: wireId(r.message_id),
+    OpenedAt: rfc3339(r.opened_at),
+    UserAgentFull: r.user_agent_full,
+    UserAgentID: wireId(r.user_agent_id),
+  };
+}
