@@ -21,9 +21,10 @@ import { createScratchDatabase, serverFacts } from './support/scratch.js';
  * autocannon from this one. Baseline, same server, same run: `GET /healthz`, a bare route
  * answering a constant. For each query: requests/s and p50/p99 at full load (32 connections),
  * then p50/p99 at a moderate fixed rate (a quarter of the bare route's full-load rate, at most
- * 1000 req/s). Medians over `runs`.
+ * 1000 req/s). Three server settings: response cache on with read models at rest, cache on while
+ * a checkpoint moves every 100 ms (each move drops every cached answer, as a projector batch
+ * does), and cache off. Medians over `runs`.
  */
-
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const DAY = 86_400;
 const FULL_LOAD_SECONDS = 6;
@@ -57,78 +58,114 @@ export async function runApiBench(opts: BenchOptions): Promise<void> {
     const campaign = String(top.rows[0]?.campaign_id ?? 0);
     process.stderr.write(`\nlog: ${stored} events, ${((hi - lo) / DAY).toFixed(1)} days; tenant ${key.APIKeyID}, campaign ${campaign}\n`);
 
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
-    child = spawn(process.execPath, ['bin/mailtally.js', 'serve', '--roles', 'api'], {
-      cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: scratch.url, PORT: String(port), LOG_LEVEL: 'warn', API_RATE_LIMIT: '0', NODE_OPTIONS: '' },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-    const base = `http://127.0.0.1:${port}`;
-    await waitUntilUp(`${base}/healthz`);
     const auth = `Basic ${Buffer.from(`${key.ApiKey}:${key.SecretKey}`).toString('base64')}`;
-
-    const clicks = await (await fetch(`${base}/v3/REST/clickstatistics?countOnly=1`, { headers: { authorization: auth } })).json() as { Total?: number };
-    const deepOffset = Math.max(0, Math.floor((clicks.Total ?? 0) * 0.9) - 100);
-    const queries: [string, string][] = [
-      ['bare route (baseline)', '/healthz'],
-      ['statcounters Lifetime', '/v3/REST/statcounters?CounterSource=APIKey&CounterTiming=Message&CounterResolution=Lifetime'],
-      ['statcounters Day, 30 days', `/v3/REST/statcounters?CounterSource=APIKey&CounterTiming=Event&CounterResolution=Day&FromTS=${hi - 30 * DAY}&ToTS=${hi + 1}&Limit=31`],
-      ['statcounters Hour, 7 days', `/v3/REST/statcounters?CounterSource=Campaign&SourceID=${campaign}&CounterTiming=Event&CounterResolution=Hour&FromTS=${hi - 7 * DAY}&ToTS=${hi + 1}&Limit=168`],
-      ['toplinkclicked', `/v3/REST/toplinkclicked?CampaignID=${campaign}&Limit=10`],
-      [`clickstatistics Offset ${deepOffset}`, `/v3/REST/clickstatistics?Limit=100&Offset=${deepOffset}`],
-    ];
-    for (const [name, path] of queries) {
-      const res = await fetch(`${base}${path}`, { headers: { authorization: auth } });
-      if (res.status !== 200) throw new Error(`${name}: ${res.status} ${await res.text()}`);
-    }
-
-    const runs: QueryResult[][] = [];
-    for (let run = 1; run <= opts.runs; run++) {
-      const results: QueryResult[] = [];
-      let moderateRate = 0;
-      for (const [name, path] of queries) {
-        const full = await load(`${base}${path}`, auth, { connections: 32, duration: FULL_LOAD_SECONDS });
-        if (moderateRate === 0) moderateRate = Math.min(1000, Math.round(full.rps / 4));
-        const moderate = await load(`${base}${path}`, auth, { connections: 8, duration: MODERATE_SECONDS, overallRate: moderateRate });
-        results.push({ name, path, full, moderate });
-        process.stderr.write(`run ${run} ${name}: ${full.rps} req/s p50 ${full.p50} p99 ${full.p99} ms | at ${moderateRate}/s p50 ${moderate.p50} p99 ${moderate.p99} ms\n`);
+    const results: Record<Mode, QueryResult[][]> = { cached: [], 'cached, read models changing 10×/s': [], uncached: [] };
+    let queries: [string, string][] = [];
+    for (const mode of MODES) {
+      const port = 20_000 + Math.floor(Math.random() * 20_000);
+      child = spawn(process.execPath, ['bin/mailtally.js', 'serve', '--roles', 'api'], {
+        cwd: ROOT,
+        env: { ...process.env, DATABASE_URL: scratch.url, PORT: String(port), LOG_LEVEL: 'warn', API_RATE_LIMIT: '0', API_CACHE_ENTRIES: mode === 'uncached' ? '0' : '10000', NODE_OPTIONS: '' },
+        stdio: ['ignore', 'ignore', 'inherit'],
+      });
+      const base = `http://127.0.0.1:${port}`;
+      await waitUntilUp(`${base}/healthz`);
+      if (queries.length === 0) queries = await benchQueries(base, auth, key.APIKeyID, campaign, hi);
+      // A projector commit moves a checkpoint, whose trigger tells every API process to drop its cache.
+      const changes =
+        mode === 'uncached' || mode === 'cached'
+          ? null
+          : setInterval(() => void sql`UPDATE checkpoints SET updated_at = now() WHERE name = 'statcounters'`.execute(db.kysely).catch(() => {}), 100);
+      for (let run = 1; run <= opts.runs; run++) {
+        const runResults: QueryResult[] = [];
+        let moderateRate = 0;
+        for (const [name, path] of queries) {
+          const full = await load(`${base}${path}`, auth, { connections: 32, duration: FULL_LOAD_SECONDS });
+          if (moderateRate === 0) moderateRate = Math.min(1000, Math.round(full.rps / 4));
+          const moderate = await load(`${base}${path}`, auth, { connections: 8, duration: MODERATE_SECONDS, overallRate: moderateRate });
+          runResults.push({ name, path, full, moderate });
+          process.stderr.write(`${mode} run ${run} ${name}: ${full.rps} req/s p50 ${full.p50} p99 ${full.p99} ms | at ${moderateRate}/s p50 ${moderate.p50} p99 ${moderate.p99} ms\n`);
+        }
+        results[mode].push(runResults);
       }
-      runs.push(results);
+      if (changes !== null) clearInterval(changes);
+      await stop(child);
+      child = null;
     }
 
-    const summary = queries.map(([name, path], i) => {
-      const of = (pick: (r: QueryResult) => number) => median(runs.map((r) => pick(r[i]!)));
-      return {
-        name,
-        path,
-        rps: Math.round(of((r) => r.full.rps)),
-        p50Ms: of((r) => r.full.p50),
-        p99Ms: of((r) => r.full.p99),
-        moderateP50Ms: of((r) => r.moderate.p50),
-        moderateP99Ms: of((r) => r.moderate.p99),
-        errors: runs.reduce((s, r) => s + r[i]!.full.errors + r[i]!.moderate.errors, 0),
+    const summary = Object.fromEntries(MODES.map((mode) => [mode, summarize(queries, results[mode])]));
+    for (const mode of MODES) {
+      const title: Record<Mode, string> = {
+        cached: 'response cache on (the default), read models unchanged during the run',
+        'cached, read models changing 10×/s': 'response cache on, a checkpoint moved every 100 ms (every cached answer dropped 10 times a second)',
+        uncached: 'response cache off (API_CACHE_ENTRIES=0): every request reads the database',
       };
-    });
-    const bare = summary[0]!.rps;
-    console.log('\nquery                          req/s   ratio  p50 ms  p99 ms | moderate p50  p99 ms  errors');
-    for (const s of summary) {
-      console.log(
-        `${s.name.padEnd(30)} ${String(s.rps).padStart(6)}  ${(s.rps / bare).toFixed(2).padStart(5)}  ${s.p50Ms.toFixed(1).padStart(6)}  ${s.p99Ms.toFixed(1).padStart(6)} | ${s.moderateP50Ms.toFixed(1).padStart(12)}  ${s.moderateP99Ms.toFixed(1).padStart(6)}  ${s.errors}`,
-      );
+      console.log(`\n${title[mode]}`);
+      printTable(summary[mode] ?? []);
     }
     const file = join(RESULTS_DIR, `api-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
     mkdirSync(RESULTS_DIR, { recursive: true });
-    writeFileSync(file, `${JSON.stringify({ benchmark: 'api', events: stored, runs: opts.runs, summary, source: sourceVersion(), server: await serverFacts(), perRun: runs }, null, 2)}\n`);
+    writeFileSync(file, `${JSON.stringify({ benchmark: 'api', events: stored, runs: opts.runs, summary, source: sourceVersion(), server: await serverFacts(), perRun: results }, null, 2)}\n`);
     console.log(`results: ${file}`);
   } finally {
-    if (child !== null && child.exitCode === null) {
-      const exited = new Promise((r) => child!.once('exit', r));
-      child.kill('SIGTERM');
-      await exited;
-    }
+    if (child !== null) await stop(child);
     await db.close();
     await scratch.drop();
   }
+}
+
+type Mode = (typeof MODES)[number];
+const MODES = ['cached', 'cached, read models changing 10×/s', 'uncached'] as const;
+
+async function benchQueries(base: string, auth: string, tenant: string, campaign: string, hi: number): Promise<[string, string][]> {
+  const clicks = (await (await fetch(`${base}/v3/REST/clickstatistics?countOnly=1`, { headers: { authorization: auth } })).json()) as { Total?: number };
+  const deepOffset = Math.max(0, Math.floor((clicks.Total ?? 0) * 0.9) - 100);
+  const queries: [string, string][] = [
+    ['bare route (baseline)', '/healthz'],
+    ['statcounters Lifetime', '/v3/REST/statcounters?CounterSource=APIKey&CounterTiming=Message&CounterResolution=Lifetime'],
+    ['statcounters Day, 30 days', `/v3/REST/statcounters?CounterSource=APIKey&CounterTiming=Event&CounterResolution=Day&FromTS=${hi - 30 * DAY}&ToTS=${hi + 1}&Limit=31`],
+    ['statcounters Hour, 7 days', `/v3/REST/statcounters?CounterSource=Campaign&SourceID=${campaign}&CounterTiming=Event&CounterResolution=Hour&FromTS=${hi - 7 * DAY}&ToTS=${hi + 1}&Limit=168`],
+    ['toplinkclicked', `/v3/REST/toplinkclicked?CampaignID=${campaign}&Limit=10`],
+    [`clickstatistics Offset ${deepOffset}`, `/v3/REST/clickstatistics?Limit=100&Offset=${deepOffset}`],
+  ];
+  for (const [name, path] of queries) {
+    const res = await fetch(`${base}${path}`, { headers: { authorization: auth } });
+    if (res.status !== 200) throw new Error(`${name} (tenant ${tenant}): ${res.status} ${await res.text()}`);
+  }
+  return queries;
+}
+
+function summarize(queries: readonly [string, string][], runs: readonly QueryResult[][]) {
+  return queries.map(([name, path], i) => {
+    const of = (pick: (r: QueryResult) => number) => median(runs.map((r) => pick(r[i]!)));
+    return {
+      name,
+      path,
+      rps: Math.round(of((r) => r.full.rps)),
+      p50Ms: of((r) => r.full.p50),
+      p99Ms: of((r) => r.full.p99),
+      moderateP50Ms: of((r) => r.moderate.p50),
+      moderateP99Ms: of((r) => r.moderate.p99),
+      errors: runs.reduce((s, r) => s + r[i]!.full.errors + r[i]!.moderate.errors, 0),
+    };
+  });
+}
+
+function printTable(rows: ReturnType<typeof summarize>): void {
+  const bare = rows[0]?.rps ?? 1;
+  console.log('query                          req/s   ratio  p50 ms  p99 ms | moderate p50  p99 ms  errors');
+  for (const s of rows) {
+    console.log(
+      `${s.name.padEnd(30)} ${String(s.rps).padStart(6)}  ${(s.rps / bare).toFixed(2).padStart(5)}  ${s.p50Ms.toFixed(1).padStart(6)}  ${s.p99Ms.toFixed(1).padStart(6)} | ${s.moderateP50Ms.toFixed(1).padStart(12)}  ${s.moderateP99Ms.toFixed(1).padStart(6)}  ${s.errors}`,
+    );
+  }
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await exited;
 }
 
 async function load(url: string, auth: string, o: { connections: number; duration: number; overallRate?: number }): Promise<Figures> {

@@ -7,6 +7,7 @@ const BENCHES: Record<string, () => Promise<Bench>> = {
   ingest: async () => (await import('./ingest.js')).runIngestBench,
   replay: async () => (await import('./replay.js')).runReplayBench,
   freshness: async () => (await import('./freshness.js')).runFreshnessBench,
+  webhooks: async () => (await import('./webhooks.js')).runWebhooksBench,
   api: async () => (await import('./api.js')).runApiBench,
 };
 

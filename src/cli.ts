@@ -13,7 +13,7 @@ import { runServe } from './cli/serve.js';
 const USAGE = `Usage: mailtally <command> [options]
 
 Commands:
-  serve [--roles api,ingest,projector]
+  serve [--roles api,ingest,projector,dispatcher]
                                  run the service (default: every available role)
   migrate                        bring the database schema up to date
   keys create [--read-only]      create an API key; prints {"APIKeyID","ApiKey","SecretKey","ReadOnly"}

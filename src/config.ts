@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { z } from 'zod';
+import { allowListEntryProblem } from './webhooks/ssrf-guard.js';
 
 /** The only reader of process.env: every setting, validated at start, frozen. */
 
@@ -44,7 +45,13 @@ const retrySchedule = z
 
 const allowList = z
   .string()
-  .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0));
+  .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0))
+  .superRefine((entries, ctx) => {
+    for (const e of entries) {
+      const problem = allowListEntryProblem(e);
+      if (problem !== null) ctx.addIssue({ code: 'custom', message: `must be comma-separated host names, IP addresses or CIDRs: ${problem}` });
+    }
+  });
 
 const natsToken = z.string().regex(/^[A-Za-z0-9_-]+$/, { message: 'may hold only letters, digits, _ and -' });
 
@@ -76,10 +83,23 @@ const envSchema = z.object({
   API_RATE_LIMIT: int(0, 1_000_000).default(200),
   API_RATE_BURST: int(1, 1_000_000).default(400),
   API_AUTH_FAILURE_LIMIT: int(1, 1_000_000).default(30),
+  API_CACHE_ENTRIES: int(0, 1_000_000).default(10_000),
+  API_CACHE_TTL_MS: int(0, 3_600_000).default(5000),
   MAILTALLY_API_KEY: z.string().min(1).optional(),
   MAILTALLY_SECRET_KEY: z.string().min(1).optional(),
   WEBHOOK_ALLOWLIST: allowList.default([]),
-  WEBHOOK_RETRY_SCHEDULE: retrySchedule.default([5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800, 28800, 21600]),
+  WEBHOOK_RETRY_SCHEDULE: retrySchedule.default([5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800, 29845]),
+  WEBHOOK_TIMEOUT_MS: int(100, 120_000).default(15_000),
+  WEBHOOK_CONCURRENCY: int(1, 10_000).default(1024),
+  WEBHOOK_URL_CONCURRENCY: int(1, 1000).default(16),
+  WEBHOOK_RETRY_CONCURRENCY: int(1, 10_000).default(256),
+  WEBHOOK_BATCH_WINDOW_MS: int(0, 60_000).default(1000),
+  WEBHOOK_BATCH_MAX_EVENTS: int(1, 10_000).default(100),
+  WEBHOOK_BATCH_MAX_BYTES: int(1024, 10_485_760).default(262_144),
+  WEBHOOK_POLL_MS: int(10, 60_000).default(250),
+  WEBHOOK_LEASE_MS: int(500, 600_000).default(15_000),
+  WEBHOOK_FANOUT_BATCH_SIZE: int(1, 100_000).default(5000),
+  WEBHOOK_ATTEMPTS_RETENTION_DAYS: int(0, 3650).default(30),
 });
 
 export type Env = Record<string, string | undefined>;
@@ -95,10 +115,35 @@ export interface Config {
   };
   readonly logLevel: string;
   /** Per-key request budget (0 = off) and failed logins allowed per client address per minute. */
-  readonly api: { readonly rateLimitPerSecond: number; readonly rateLimitBurst: number; readonly authFailuresPerMinute: number };
+  readonly api: {
+    readonly rateLimitPerSecond: number;
+    readonly rateLimitBurst: number;
+    readonly authFailuresPerMinute: number;
+    /** Answers kept until the read models change (0 entries = no cache), at most `cacheTtlMs` old. */
+    readonly cacheEntries: number;
+    readonly cacheTtlMs: number;
+  };
   readonly ingest: { readonly batchSize: number; readonly batchWaitMs: number; readonly ackWaitMs: number; readonly workers: number };
   readonly projector: { readonly batchSize: number; readonly pollMs: number; readonly leaseMs: number; readonly replayBatchSize: number };
-  readonly webhooks: { readonly allowList: readonly string[]; readonly retryScheduleSeconds: readonly number[] };
+  readonly webhooks: {
+    readonly allowList: readonly string[];
+    readonly retryScheduleSeconds: readonly number[];
+    /** One deadline per request: connect + TLS + headers + body. */
+    readonly timeoutMs: number;
+    /** First attempts in flight per process, and per URL; retries in flight per process. */
+    readonly concurrency: number;
+    readonly urlConcurrency: number;
+    readonly retryConcurrency: number;
+    /** Version 2 grouping: how long a batch gathers events, and its limits. */
+    readonly batchWindowMs: number;
+    readonly batchMaxEvents: number;
+    readonly batchMaxBytes: number;
+    readonly pollMs: number;
+    /** Lease of the one process that moves events from the log into the outbox. */
+    readonly leaseMs: number;
+    readonly fanOutBatchSize: number;
+    readonly attemptsRetentionDays: number;
+  };
   /** Credentials the CLI uses when it talks to the HTTP API (`publish` without NATS). */
   readonly client: { readonly apiKey: string | null; readonly secretKey: string | null };
 }
@@ -152,10 +197,30 @@ export function loadConfig(env: Env = process.env): Config {
       allowInsecureHttp: e.ALLOW_INSECURE_HTTP,
     },
     logLevel: e.LOG_LEVEL,
-    api: { rateLimitPerSecond: e.API_RATE_LIMIT, rateLimitBurst: e.API_RATE_BURST, authFailuresPerMinute: e.API_AUTH_FAILURE_LIMIT },
+    api: {
+      rateLimitPerSecond: e.API_RATE_LIMIT,
+      rateLimitBurst: e.API_RATE_BURST,
+      authFailuresPerMinute: e.API_AUTH_FAILURE_LIMIT,
+      cacheEntries: e.API_CACHE_ENTRIES,
+      cacheTtlMs: e.API_CACHE_TTL_MS,
+    },
     ingest: { batchSize: e.INGEST_BATCH_SIZE, batchWaitMs: e.INGEST_BATCH_WAIT_MS, ackWaitMs: e.INGEST_ACK_WAIT_MS, workers: e.INGEST_WORKERS },
     projector: { batchSize: e.PROJECTOR_BATCH_SIZE, pollMs: e.PROJECTOR_POLL_MS, leaseMs: e.PROJECTOR_LEASE_MS, replayBatchSize: e.REPLAY_BATCH_SIZE },
-    webhooks: { allowList: e.WEBHOOK_ALLOWLIST, retryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE },
+    webhooks: {
+      allowList: e.WEBHOOK_ALLOWLIST,
+      retryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE,
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      concurrency: e.WEBHOOK_CONCURRENCY,
+      urlConcurrency: e.WEBHOOK_URL_CONCURRENCY,
+      retryConcurrency: e.WEBHOOK_RETRY_CONCURRENCY,
+      batchWindowMs: e.WEBHOOK_BATCH_WINDOW_MS,
+      batchMaxEvents: e.WEBHOOK_BATCH_MAX_EVENTS,
+      batchMaxBytes: e.WEBHOOK_BATCH_MAX_BYTES,
+      pollMs: e.WEBHOOK_POLL_MS,
+      leaseMs: e.WEBHOOK_LEASE_MS,
+      fanOutBatchSize: e.WEBHOOK_FANOUT_BATCH_SIZE,
+      attemptsRetentionDays: e.WEBHOOK_ATTEMPTS_RETENTION_DAYS,
+    },
     client: { apiKey: e.MAILTALLY_API_KEY ?? null, secretKey: e.MAILTALLY_SECRET_KEY ?? null },
   };
   return deepFreeze(config);

@@ -7,6 +7,9 @@ import { IngestWorkers } from './ingest/ingest-workers.js';
 import { type RunningIngest, runNatsIngest } from './ingest/nats-ingest.js';
 import { registerOpenApi } from './api/openapi.js';
 import { registerRestApi } from './api/register.js';
+import { READ_MODELS_CHANNEL, ResponseCache } from './api/response-cache.js';
+import { registerEventCallbackUrlRoutes } from './webhooks/routes/eventcallbackurl.js';
+import { registerWebhookAdmin } from './webhooks/routes/webhook-admin.js';
 import { type MetricSource, registerMetrics } from './http/metrics.js';
 import { createServer } from './http/server.js';
 import { registerStatusRoute } from './http/status-route.js';
@@ -16,19 +19,21 @@ import { PROJECTIONS } from '../projections/index.js';
 import { Projector } from './projector/runner.js';
 import { replay } from './projector/replay.js';
 import { ensureProjectionTables } from './projector/tables.js';
+import { Dispatcher } from './webhooks/dispatcher.js';
 
 /** Composition root: config → db → nats → the roles asked for. */
 
 export const ALL_ROLES = ['api', 'ingest', 'projector', 'dispatcher'] as const;
 export type Role = (typeof ALL_ROLES)[number];
 /** Roles this build can run; the others are refused with a clear message. */
-export const AVAILABLE_ROLES: readonly Role[] = ['api', 'ingest', 'projector'];
+export const AVAILABLE_ROLES: readonly Role[] = ['api', 'ingest', 'projector', 'dispatcher'];
 
 export interface Service {
   readonly db: Db;
   readonly http: FastifyInstance | null;
   readonly natsIngest: RunningIngest | null;
   readonly projector: Projector | null;
+  readonly dispatcher: Dispatcher | null;
   /** The address the HTTP server listens on, e.g. http://127.0.0.1:3000. */
   readonly url: string | null;
   stop(): Promise<void>;
@@ -72,6 +77,14 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       cleanup.unshift(() => running.stop());
     }
 
+    let dispatcher: Dispatcher | null = null;
+    if (roles.includes('dispatcher')) {
+      const running = new Dispatcher(db, config.webhooks, log.child({ role: 'dispatcher' }));
+      await running.start();
+      dispatcher = running;
+      cleanup.unshift(() => running.stop());
+    }
+
     let http: FastifyInstance | null = null;
     let url: string | null = null;
     if (roles.includes('api') || roles.includes('ingest')) {
@@ -79,7 +92,18 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       const verifier = new KeyVerifier(db.kysely);
       const ingest = natsIngest;
       const running = projector;
+      const webhooks = dispatcher;
       const sources: MetricSource[] = [];
+      if (webhooks !== null) {
+        sources.push({
+          name: 'mailtally_webhook_deliveries_total',
+          help: 'Webhook work in this process: requests delivered (2xx), failed attempts, deliveries expired, dropped or rerouted, URLs turned dead',
+          read: () => {
+            const s = webhooks.stats;
+            return { delivered: s.delivered, delivered_events: s.deliveredEvents, failed_attempts: s.failedAttempts, expired: s.expired, dropped: s.dropped, rerouted: s.rerouted, urls_died: s.urlsDied };
+          },
+        });
+      }
       if (ingest !== null) {
         sources.push({ name: 'mailtally_ingest_messages_total', help: 'NATS messages taken by this process, by outcome', read: () => ({ ...ingest.stats }) });
       }
@@ -94,11 +118,18 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       registerStatusRoute(http, {
         db: db.kysely,
         roles,
-        extra: () => ({ ...(ingest !== null ? { ingest: ingest.stats } : {}), ...(running !== null ? { projector: running.stats } : {}) }),
+        extra: () => ({ ...(ingest !== null ? { ingest: ingest.stats } : {}), ...(running !== null ? { projector: running.stats } : {}), ...(webhooks !== null ? { dispatcher: webhooks.stats } : {}) }),
       });
       if (roles.includes('ingest')) registerHttpIngest(http, { db, verifier });
       if (roles.includes('api')) {
-        registerRestApi(http, { db: db.kysely, verifier, limits: config.api });
+        const cache = new ResponseCache(config.api.cacheEntries, config.api.cacheTtlMs);
+        if (cache.enabled) {
+          const unlisten = await db.listen(READ_MODELS_CHANNEL, () => cache.invalidate());
+          cleanup.unshift(unlisten);
+        }
+        registerRestApi(http, { db: db.kysely, verifier, limits: config.api, cache, extraRoutes: [registerEventCallbackUrlRoutes] });
+        const w = config.webhooks;
+        registerWebhookAdmin(http, { db: db.kysely, verifier, grouping: { windowMs: w.batchWindowMs, maxEvents: w.batchMaxEvents, maxBytes: w.batchMaxBytes } });
         await registerOpenApi(http);
       }
       url = await http.listen({ port: config.http.port, host: config.http.host });
@@ -114,6 +145,7 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       http,
       natsIngest,
       projector,
+      dispatcher,
       url,
       stop: () => (stopping ??= runAll(cleanup)),
     };

@@ -12,7 +12,15 @@ export interface ListSql {
   readonly columns: RawBuilder<unknown>;
   readonly where: readonly RawBuilder<unknown>[];
   readonly orderBy: RawBuilder<unknown>;
+  /**
+   * The table's unique key (e.g. `t.api_key_id, t.id`). Given, a deep page (large Offset) picks
+   * its keys first — an index-only walk past the skipped rows — and reads only the page's rows.
+   */
+  readonly key?: RawBuilder<unknown>;
 }
+
+/** From this Offset on, pages are read through their keys (see ListSql.key). */
+export const DEEP_OFFSET = 500;
 
 export async function readList<Row>(db: Kysely<Database>, q: ListSql, page: Page): Promise<{ rows: Row[]; total: number }> {
   const where = sql.join(q.where, sql` AND `);
@@ -21,7 +29,13 @@ export async function readList<Row>(db: Kysely<Database>, q: ListSql, page: Page
     return Number(r.rows[0]?.n ?? 0);
   };
   if (page.countOnly) return { rows: [], total: await count() };
-  const r = await sql<Row>`SELECT ${q.columns} FROM ${q.from} WHERE ${where} ORDER BY ${q.orderBy} LIMIT ${page.limit} OFFSET ${page.offset}`.execute(db);
+  const pageSql =
+    q.key !== undefined && page.offset >= DEEP_OFFSET
+      ? sql<Row>`SELECT ${q.columns} FROM ${q.from} WHERE (${q.key}) IN (
+          SELECT ${q.key} FROM ${q.from} WHERE ${where} ORDER BY ${q.orderBy} LIMIT ${page.limit} OFFSET ${page.offset}
+        ) ORDER BY ${q.orderBy}`
+      : sql<Row>`SELECT ${q.columns} FROM ${q.from} WHERE ${where} ORDER BY ${q.orderBy} LIMIT ${page.limit} OFFSET ${page.offset}`;
+  const r = await pageSql.execute(db);
   const rows = r.rows;
   // A short, non-empty page (or an empty first page) ends the matches: no need to count.
   if (rows.length < page.limit && (rows.length > 0 || page.offset === 0)) return { rows, total: page.offset + rows.length };

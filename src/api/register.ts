@@ -10,6 +10,7 @@ import { pageOf } from './conventions/paging.js';
 import { type RawQuery, parseQuery } from './conventions/params.js';
 import { AuthFailureLimiter, RateLimiter } from './conventions/rate-limit.js';
 import type { ListResult, Resource, WireRecord } from './resource.js';
+import type { ResponseCache } from './response-cache.js';
 import { RESOURCES } from './routes/index.js';
 
 /**
@@ -25,6 +26,8 @@ export interface RestApiDeps {
   readonly db: Kysely<Database>;
   readonly verifier: KeyVerifier;
   readonly limits: { readonly rateLimitPerSecond: number; readonly rateLimitBurst: number; readonly authFailuresPerMinute: number };
+  /** Answers kept until the read models change (see response-cache.ts); absent = no cache. */
+  readonly cache?: ResponseCache;
   /** Write resources (e.g. eventcallbackurl) register their own routes on the authenticated scope. */
   readonly extraRoutes?: readonly ((scope: FastifyInstance, deps: RestApiDeps) => void)[];
 }
@@ -55,7 +58,7 @@ export function registerRestApi(app: FastifyInstance, deps: RestApiDeps, resourc
         if (wait > 0) throw apiErrors.tooManyRequests(wait);
       });
 
-      for (const resource of resources) mountResource(scope, deps.db, resource);
+      for (const resource of resources) mountResource(scope, deps.db, resource, deps.cache ?? null);
       for (const extra of deps.extraRoutes ?? []) extra(scope, deps);
     },
     { prefix: REST_PREFIX },
@@ -69,9 +72,13 @@ export function principalOf(req: FastifyRequest): Principal {
 }
 
 export function sendRecords(reply: FastifyReply, result: ListResult, countOnly = false, status = 200): FastifyReply {
-  const body = countOnly ? { Count: result.total, Data: [], Total: result.total } : { Count: result.rows.length, Data: result.rows, Total: result.total };
-  return reply.code(status).type('application/json; charset=utf-8').send(toJson(body));
+  return sendJson(reply, envelopeJson(result, countOnly), status);
 }
+
+const envelopeJson = (result: ListResult, countOnly: boolean): string =>
+  toJson(countOnly ? { Count: result.total, Data: [], Total: result.total } : { Count: result.rows.length, Data: result.rows, Total: result.total });
+
+const sendJson = (reply: FastifyReply, json: string, status = 200): FastifyReply => reply.code(status).type('application/json; charset=utf-8').send(json);
 
 const READ_ONLY = ['GET'] as const;
 
@@ -87,27 +94,37 @@ export function refuseOtherMethods(scope: FastifyInstance, url: string, allowed:
   });
 }
 
-function mountResource(scope: FastifyInstance, db: Kysely<Database>, resource: Resource): void {
+function mountResource(scope: FastifyInstance, db: Kysely<Database>, resource: Resource, cache: ResponseCache | null): void {
   const url = `/${resource.name}`;
-  scope.get(url, async (req, reply) => {
-    const rawQuery = req.query as RawQuery;
-    const query = parseQuery(resource.query as z.ZodObject, rawQuery, resource.aliases) as Record<string, unknown> & Parameters<typeof pageOf>[0];
-    const page = pageOf(query);
-    const result = await resource.list({ db, principal: principalOf(req), rawQuery, query, page });
-    return sendRecords(reply, result, page.countOnly);
-  });
+  /** Serves from the cache, or computes, answers and keeps the answer (200s only). */
+  const cached = async (req: FastifyRequest, reply: FastifyReply, compute: () => Promise<string>): Promise<FastifyReply> => {
+    if (cache === null || !cache.enabled) return sendJson(reply, await compute());
+    return sendJson(reply, await cache.answer(`${principalOf(req).apiKeyId}\n${req.url}`, compute));
+  };
+
+  scope.get(url, async (req, reply) =>
+    cached(req, reply, async () => {
+      const rawQuery = req.query as RawQuery;
+      const query = parseQuery(resource.query as z.ZodObject, rawQuery, resource.aliases) as Record<string, unknown> & Parameters<typeof pageOf>[0];
+      const page = pageOf(query);
+      const result = await resource.list({ db, principal: principalOf(req), rawQuery, query, page });
+      return envelopeJson(result, page.countOnly);
+    }),
+  );
   refuseOtherMethods(scope, url, READ_ONLY);
 
   for (const item of resource.items ?? []) {
     const itemUrl = `${url}/${item.path}`;
-    scope.get(itemUrl, async (req, reply) => {
-      const records: readonly WireRecord[] = await item.find(
-        { db, principal: principalOf(req), rawQuery: req.query as RawQuery },
-        req.params as Record<string, string>,
-      );
-      if (records.length === 0) throw apiErrors.notFound();
-      return sendRecords(reply, { rows: records, total: records.length });
-    });
+    scope.get(itemUrl, async (req, reply) =>
+      cached(req, reply, async () => {
+        const records: readonly WireRecord[] = await item.find(
+          { db, principal: principalOf(req), rawQuery: req.query as RawQuery },
+          req.params as Record<string, string>,
+        );
+        if (records.length === 0) throw apiErrors.notFound();
+        return envelopeJson({ rows: records, total: records.length }, false);
+      }),
+    );
     refuseOtherMethods(scope, itemUrl, READ_ONLY);
   }
 }

@@ -1,12 +1,16 @@
 import { type Kysely, type Migration, type MigrationResult, Migrator } from 'kysely';
 import * as eventLog from './migrations/0001-event-log.js';
 import * as projections from './migrations/0002-projections.js';
+import * as webhooks from './migrations/0003-webhooks.js';
+import * as readModelNotify from './migrations/0004-read-model-notify.js';
 import type { Database } from './schema.js';
 
 /** Every migration, in order. Listed by hand: no file-system discovery at run time. */
 const MIGRATIONS: Record<string, Migration> = {
   '0001-event-log': eventLog,
   '0002-projections': projections,
+  '0003-webhooks': webhooks,
+  '0004-read-model-notify': readModelNotify,
 };
 
 export class MigrationError extends Error {

@@ -85,6 +85,59 @@ export interface ProjectionsTable {
   built_at: DefaultTimestamp;
 }
 
+export interface CallbackUrlsTable {
+  id: GeneratedInt8;
+  api_key_id: Int8;
+  event_type: string;
+  is_backup: ColumnType<boolean, boolean | undefined, boolean>;
+  status: ColumnType<'alive' | 'dead', 'alive' | 'dead' | undefined, 'alive' | 'dead'>;
+  url: string;
+  version: ColumnType<number, number | undefined, number>;
+  /** Standard Webhooks signing secret (`whsec_…`), shown to the tenant once. */
+  secret: string;
+  failing_since: Timestamp | null;
+  last_success_at: Timestamp | null;
+  dead_since: Timestamp | null;
+  created_at: DefaultTimestamp;
+  updated_at: DefaultTimestamp;
+}
+
+/** The delivery outbox (see the 0003 migration). */
+export interface WebhookDeliveriesTable {
+  id: GeneratedInt8;
+  api_key_id: Int8;
+  url_id: Int8;
+  webhook_id: string;
+  events: string[];
+  positions: ColumnType<string[], (string | bigint)[], (string | bigint)[]>;
+  bytes: number;
+  retry: ColumnType<boolean, boolean | undefined, boolean>;
+  attempts: ColumnType<number, number | undefined, number>;
+  due_at: DefaultTimestamp;
+  claim: string | null;
+  claimed_until: Timestamp | null;
+  first_failed_at: Timestamp | null;
+  created_at: DefaultTimestamp;
+}
+
+export type AttemptOutcome = 'delivered' | 'failed' | 'expired' | 'dropped';
+
+export interface WebhookAttemptsTable {
+  id: GeneratedInt8;
+  attempted_at: Timestamp;
+  api_key_id: Int8;
+  url_id: Int8;
+  delivery_id: Int8;
+  webhook_id: string;
+  attempt: number;
+  event_count: number;
+  outcome: AttemptOutcome;
+  status_code: number | null;
+  latency_ms: number;
+  error_class: string | null;
+  response_snippet: string | null;
+}
+
 export interface Database {
   events: EventsTable;
   dead_letters: DeadLettersTable;
@@ -92,7 +145,12 @@ export interface Database {
   leases: LeasesTable;
   api_keys: ApiKeysTable;
   projections: ProjectionsTable;
+  callback_urls: CallbackUrlsTable;
+  webhook_deliveries: WebhookDeliveriesTable;
+  webhook_attempts: WebhookAttemptsTable;
 }
 
 export type EventRow = Selectable<EventsTable>;
 export type NewDeadLetter = Insertable<DeadLettersTable>;
+export type CallbackUrlRow = Selectable<CallbackUrlsTable>;
+export type WebhookAttemptRow = Selectable<WebhookAttemptsTable>;

@@ -1,6 +1,7 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { PROJECTIONS } from '../../projections/index.js';
 import { type RestApiDeps, registerRestApi } from '../../src/api/register.js';
+import { READ_MODELS_CHANNEL, ResponseCache } from '../../src/api/response-cache.js';
 import type { Db } from '../../src/db/connect.js';
 import { parseExactJson } from '../../src/events/exact-json.js';
 import { createServer } from '../../src/http/server.js';
@@ -40,6 +41,8 @@ export interface ApiFixtureOptions {
   dialect?: Dialect;
   limits?: RestApiDeps['limits'];
   extraRoutes?: RestApiDeps['extraRoutes'];
+  /** Keep answers until the read models change, as `serve` does by default. */
+  cache?: boolean;
 }
 
 export async function openApiFixture(opts: ApiFixtureOptions = {}): Promise<ApiFixture> {
@@ -49,7 +52,15 @@ export async function openApiFixture(opts: ApiFixtureOptions = {}): Promise<ApiF
   await ensureProjectionTables(db.kysely, PROJECTIONS);
   const keys = { a: await createApiKey(db.kysely), b: await createApiKey(db.kysely), readOnly: await createApiKey(db.kysely, { readOnly: true }) };
   const app = createServer({ port: 0, host: '127.0.0.1', tls: null, allowInsecureHttp: false }, quietLogger());
-  registerRestApi(app, { db: db.kysely, verifier: new KeyVerifier(db.kysely), limits, ...(opts.extraRoutes !== undefined ? { extraRoutes: opts.extraRoutes } : {}) });
+  const cache = opts.cache === true ? new ResponseCache(1000, 60_000) : null;
+  const unlisten = cache !== null ? await db.listen(READ_MODELS_CHANNEL, () => cache.invalidate()) : async () => {};
+  registerRestApi(app, {
+    db: db.kysely,
+    verifier: new KeyVerifier(db.kysely),
+    limits,
+    ...(opts.extraRoutes !== undefined ? { extraRoutes: opts.extraRoutes } : {}),
+    ...(cache !== null ? { cache } : {}),
+  });
   await app.ready();
 
   const request: ApiFixture['request'] = async (method, path, opts = {}) => {
@@ -78,6 +89,7 @@ export async function openApiFixture(opts: ApiFixtureOptions = {}): Promise<ApiF
     get: (path, key) => request('GET', path, { key: key === undefined ? keys.a : key }),
     request,
     close: async () => {
+      await unlisten();
       await app.close();
       await cleanup();
     },

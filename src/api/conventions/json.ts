@@ -13,6 +13,12 @@ function replacer(_key: string, value: unknown): unknown {
 }
 
 export function toJson(value: unknown): string {
+  try {
+    // Most answers hold no bigint (wireId gives numbers when a double is exact): the fast path.
+    return JSON.stringify(value);
+  } catch (err) {
+    if (!(err instanceof TypeError)) throw err;
+  }
   const text = JSON.stringify(value, replacer);
   return text.includes(NONCE) ? text.replace(MARK, '$1') : text;
 }

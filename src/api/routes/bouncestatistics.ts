@@ -70,7 +70,7 @@ export const bouncestatisticsResource = defineResource({
     ];
     const { rows, total } = await readList<Row>(
       db,
-      { from: sql`bounce_stats t`, columns: COLUMNS, where, orderBy: orderBy('bouncestatistics', q.Sort, SORTABLE, TIE_BREAK) },
+      { from: sql`bounce_stats t`, key: sql`t.api_key_id, t.id`, columns: COLUMNS, where, orderBy: orderBy('bouncestatistics', q.Sort, SORTABLE, TIE_BREAK) },
       page,
     );
     return { rows: rows.map(toWire), total };

@@ -76,7 +76,7 @@ export const clickstatisticsResource = defineResource({
     ];
     const { rows, total } = await readList<Row>(
       db,
-      { from: sql`click_stats t`, columns: COLUMNS, where, orderBy: orderBy('clickstatistics', q.Sort, SORTABLE, [sql`t.id`]) },
+      { from: sql`click_stats t`, key: sql`t.api_key_id, t.id`, columns: COLUMNS, where, orderBy: orderBy('clickstatistics', q.Sort, SORTABLE, [sql`t.id`]) },
       page,
     );
     return { rows: await withClickedUrls(db, rows), total };

@@ -52,7 +52,7 @@ export const contactstatisticsResource = defineResource({
   record,
   async list({ db, principal, query: q, page }) {
     const where = [tenant(principal.apiKeyId), ...recipientConditions(q)];
-    const { rows, total } = await readList<Row>(db, { from: sql`contact_stats`, columns: sql`*`, where, orderBy: orderBy('contactstatistics', q.Sort, SORTABLE, TIE_BREAK) }, page);
+    const { rows, total } = await readList<Row>(db, { from: sql`contact_stats`, key: sql`api_key_id, email`, columns: sql`*`, where, orderBy: orderBy('contactstatistics', q.Sort, SORTABLE, TIE_BREAK) }, page);
     return { rows: rows.map(toWire), total };
   },
   items: [

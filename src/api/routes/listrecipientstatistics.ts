@@ -78,7 +78,7 @@ export const listrecipientstatisticsResource = defineResource({
     ];
     const { rows, total } = await readList<Row>(
       db,
-      { from: sql`list_recipient_stats`, columns: sql`*`, where, orderBy: orderBy('listrecipientstatistics', q.Sort, SORTABLE, TIE_BREAK) },
+      { from: sql`list_recipient_stats`, key: sql`api_key_id, list_id, email`, columns: sql`*`, where, orderBy: orderBy('listrecipientstatistics', q.Sort, SORTABLE, TIE_BREAK) },
       page,
     );
     return { rows: rows.map((r) => toWire(r, q.ShowExtraData === true)), total };

@@ -151,7 +151,7 @@ export const messageResource = defineResource({
         [q.MessageState, () => sql`t.state_id = ${q.MessageState}::int`],
       ]),
     ];
-    const { rows, total } = await readList<Row>(db, { from: FROM, columns: COLUMNS, where, orderBy: orderBy('message', q.Sort, SORTABLE, [sql`t.message_id`]) }, page);
+    const { rows, total } = await readList<Row>(db, { from: FROM, key: sql`t.api_key_id, t.message_id`, columns: COLUMNS, where, orderBy: orderBy('message', q.Sort, SORTABLE, [sql`t.message_id`]) }, page);
     return { rows: await withLogDetails(db, principal.apiKeyId, rows, q), total };
   },
   items: [

@@ -76,7 +76,7 @@ export const openinformationResource = defineResource({
     ];
     const { rows, total } = await readList<Row>(
       db,
-      { from: sql`open_info t`, columns: COLUMNS, where, orderBy: orderBy('openinformation', q.Sort, SORTABLE, [sql`t.id`]) },
+      { from: sql`open_info t`, key: sql`t.api_key_id, t.message_id`, columns: COLUMNS, where, orderBy: orderBy('openinformation', q.Sort, SORTABLE, [sql`t.id`]) },
       page,
     );
     return { rows: rows.map(toWire), total };

@@ -174,15 +174,21 @@ export const statcountersResource = defineResource({
   },
 });
 
-function toWire(r: Row, lifetime: boolean): Record<string, unknown> {
-  const out: Record<string, unknown> = { APIKeyID: wireId(r.api_key_id) };
-  for (const [wire, column] of Object.entries(COUNTERS)) out[wire] = wireInt(r[column]);
-  out['EventWorkflowExitedCount'] = 0;
-  out['MessageWorkFlowExitedCount'] = 0;
-  out['SourceID'] = wireId(r.source_id);
-  out['Timeslice'] = lifetime ? '' : rfc3339(r.timeslice);
-  out['Total'] = wireInt(r['total']);
-  return sortKeys(out);
-}
+/** Wire fields in Mailjet's (alphabetical) order, each read from the row. */
+const FIELDS: readonly (readonly [string, (r: Row, lifetime: boolean) => unknown])[] = [
+  ['APIKeyID', (r) => wireId(r.api_key_id)],
+  ...Object.entries({ ...COUNTERS, EventWorkflowExitedCount: null, MessageWorkFlowExitedCount: null, SourceID: null, Timeslice: null, Total: 'total' })
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([wire, column]): readonly [string, (r: Row, lifetime: boolean) => unknown] => {
+      if (wire === 'SourceID') return [wire, (r) => wireId(r.source_id)];
+      if (wire === 'Timeslice') return [wire, (r, lifetime) => (lifetime ? '' : rfc3339(r.timeslice))];
+      if (column === null) return [wire, () => 0]; // workflows: not tracked
+      return [wire, (r) => wireInt(r[column])];
+    }),
+];
 
-const sortKeys = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+function toWire(r: Row, lifetime: boolean): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [wire, read] of FIELDS) out[wire] = read(r, lifetime);
+  return out;
+}

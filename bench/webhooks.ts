@@ -1,0 +1,282 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { connectDb, type Db } from '../src/db/connect.js';
+import { migrateToLatest } from '../src/db/migrate.js';
+import { sql } from 'kysely';
+import { appendEvents } from '../src/log/append.js';
+import { median, RESULTS_DIR, sourceVersion } from './ingest/report.js';
+import { Cleanup } from './support/cleanup.js';
+import type { BenchOptions } from './support/options.js';
+import { cpuMs, type MachineLoad, machineLoad, sampleMachine } from './support/proc.js';
+import { createScratchDatabase, serverFacts } from './support/scratch.js';
+import { createUrls, loadEvents, rawEvent, rows, TYPES } from './webhooks/load.js';
+import { Receiver, startDispatcher, stopProcess } from './webhooks/processes.js';
+import { rawPostLoop } from './webhooks/raw-loop.js';
+
+/**
+ * `npm run bench -- webhooks`: the dispatcher (`serve --roles dispatcher`, its own process)
+ * fans events out of the log to a local keep-alive receiver (another process) answering 200 at
+ * once, beside a same-run baseline: a bare undici POST loop to the same receiver.
+ * - Version 1 throughput: N events already in the log, 8 tenants × 7 URLs → deliveries/s.
+ * - Version 2 throughput: 3N events, grouped (≤100 per request) → events/s.
+ * - Latency at half the Version 1 rate: events appended at a steady rate (8 tenants, plus a
+ *   ninth taking a third of the traffic), t0 = the append's commit, t1 = arrival at the
+ *   receiver, over the 8 tenants' events after a warm-up; then the same run with the ninth
+ *   tenant's 7 endpoints slow (answering after 5 s): the change in the others' p99.
+ * A run is void unless every event arrived (the receiver's distinct ids = events published).
+ */
+
+const TENANTS = ['1', '2', '3', '4', '5', '6', '7', '8'];
+const SLOW_TENANT = '9';
+const SLOW_MS = 5000;
+const WARMUP_SECONDS = 3;
+const LATENCY_SECONDS = 8;
+
+export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
+  const count = opts.events ?? 20_000;
+  const cleanup = new Cleanup();
+  const offSignals = cleanup.onSignals();
+  try {
+    const receiver = await Receiver.start(SLOW_MS);
+    cleanup.add('receiver', () => receiver.stop());
+    const runs: RunResult[] = [];
+    for (let run = 1; run <= opts.runs; run++) {
+      const body = JSON.stringify(rawEvent('1', 'open', 'raw'));
+      const raw = await rawPostLoop(receiver.url('/raw'), body, count, 64);
+      const rawRate = (raw.ok * 1000) / raw.ms;
+      progress(`run ${run}: raw loop ${Math.round(rawRate)}/s`);
+      const v1 = await throughput(cleanup, receiver, 1, count);
+      progress(`run ${run}: Version 1 ${Math.round(v1.perSec)} deliveries/s (dispatcher ${v1.dispatcherCpuUsPerEvent} µs CPU each; machine busy ${pct(v1.machine.busy)}, CPU pressure ${pct(v1.machine.cpuPressure)})`);
+      const v2 = await throughput(cleanup, receiver, 2, count * 3);
+      progress(`run ${run}: Version 2 ${Math.round(v2.perSec)} events/s in ${v2.requests} requests (dispatcher ${v2.dispatcherCpuUsPerEvent} µs CPU per event)`);
+      const rate = Math.max(100, Math.round(v1.perSec / 2));
+      const calm = await latency(cleanup, receiver, rate, false);
+      progress(`run ${run}: at ${rate}/s p50 ${calm.p50} p99 ${calm.p99} max ${calm.max} ms (CPU pressure ${pct(calm.machine.cpuPressure)})`);
+      const slow = await latency(cleanup, receiver, rate, true);
+      const r: RunResult = { rawRate, v1, v2, rate, calm, slow };
+      runs.push(r);
+      process.stderr.write(
+        `run ${run}: raw ${Math.round(rawRate)}/s | v1 ${Math.round(v1.perSec)} deliveries/s | v2 ${Math.round(v2.perSec)} events/s | at ${rate}/s p50 ${calm.p50} p99 ${calm.p99} ms | with a slow endpoint p99 ${slow.p99} ms (CPU pressure ${pct(slow.machine.cpuPressure)})\n`,
+      );
+    }
+    const summary = {
+      benchmark: 'webhooks',
+      events: count,
+      runs: runs.length,
+      rawPostsPerSec: Math.round(median(runs.map((r) => r.rawRate))),
+      v1DeliveriesPerSec: Math.round(median(runs.map((r) => r.v1.perSec))),
+      v1VsRaw: Number(median(runs.map((r) => r.v1.perSec / r.rawRate)).toFixed(2)),
+      v1DispatcherCpuUsPerDelivery: Math.round(median(runs.map((r) => r.v1.dispatcherCpuUsPerEvent))),
+      v2EventsPerSec: Math.round(median(runs.map((r) => r.v2.perSec))),
+      v2DispatcherCpuUsPerEvent: Math.round(median(runs.map((r) => r.v2.dispatcherCpuUsPerEvent))),
+      v2Requests: Math.round(median(runs.map((r) => r.v2.requests))),
+      latencyRate: Math.round(median(runs.map((r) => r.rate))),
+      latencyP50Ms: median(runs.map((r) => r.calm.p50)),
+      latencyP99Ms: median(runs.map((r) => r.calm.p99)),
+      slowP99Ms: median(runs.map((r) => r.slow.p99)),
+      slowP99Change: Number(median(runs.map((r) => r.slow.p99 / r.calm.p99 - 1)).toFixed(3)),
+      source: sourceVersion(),
+      server: await serverFacts(),
+      perRun: runs,
+    };
+    print(summary);
+    mkdirSync(RESULTS_DIR, { recursive: true });
+    const file = join(RESULTS_DIR, `webhooks-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
+    writeFileSync(file, `${JSON.stringify(summary, null, 2)}\n`);
+    console.log(`results: ${file}`);
+  } finally {
+    offSignals();
+    await cleanup.runAll();
+  }
+}
+
+interface Throughput {
+  perSec: number;
+  events: number;
+  requests: number;
+  ms: number;
+  /** The dispatcher process's CPU time per event (µs): its cost, whatever else the machine does. */
+  dispatcherCpuUsPerEvent: number;
+  machine: MachineLoad;
+}
+interface Latency {
+  events: number;
+  p50: number;
+  p99: number;
+  max: number;
+  machine: MachineLoad;
+}
+interface RunResult {
+  rawRate: number;
+  v1: Throughput;
+  v2: Throughput;
+  rate: number;
+  calm: Latency;
+  slow: Latency;
+}
+
+const progress = (line: string) => process.stderr.write(`${line}\n`);
+const pct = (x: number) => `${Math.round(x * 100)}%`;
+
+async function scratchDb(cleanup: Cleanup): Promise<{ db: Db; url: string; drop: () => Promise<void> }> {
+  const scratch = await createScratchDatabase('mt_bench_hooks');
+  const dropDb = cleanup.add('scratch database', () => scratch.drop());
+  const db = await connectDb({ kind: 'postgres', url: scratch.url, poolSize: 4 }, { application: 'mailtally:bench' });
+  await migrateToLatest(db.kysely);
+  return {
+    db,
+    url: scratch.url,
+    drop: async () => {
+      await db.close();
+      await dropDb();
+    },
+  };
+}
+
+async function throughput(cleanup: Cleanup, receiver: Receiver, version: 1 | 2, count: number): Promise<Throughput> {
+  const s = await scratchDb(cleanup);
+  try {
+    await createUrls(s.db, TENANTS, version, (t, type) => receiver.url(`/t${t}/${type}`));
+    await loadEvents(s.db, TENANTS, count, `v${version}`);
+    await receiver.reset();
+    const from = sampleMachine();
+    const child = startDispatcher(s.url);
+    const stop = cleanup.add('dispatcher', () => stopProcess(child));
+    try {
+      // The dispatcher's CPU from its first delivery on (startup, module loading, left out).
+      let first: { cpu: number; events: number } | null = null;
+      const report = await until(
+        receiver,
+        (r) => {
+          if (first === null && r.events > 0) first = { cpu: cpuMs(child.pid ?? 0), events: r.events };
+          return r.events >= count;
+        },
+        120_000,
+      );
+      const start = first ?? { cpu: 0, events: 0 };
+      const cpu = cpuMs(child.pid ?? 0) - start.cpu;
+      const machine = machineLoad(from, sampleMachine());
+      if (report.events !== count || report.duplicates !== 0) throw new Error(`void run: ${count} published, ${report.events} events arrived, ${report.duplicates} duplicates`);
+      const ms = report.lastAt - report.firstAt;
+      return {
+        perSec: ((version === 1 ? report.requests : report.events) * 1000) / ms,
+        events: report.events,
+        requests: report.requests,
+        ms: Math.round(ms),
+        dispatcherCpuUsPerEvent: Math.round((cpu * 1000) / Math.max(1, count - start.events)),
+        machine,
+      };
+    } finally {
+      await stop();
+    }
+  } finally {
+    await s.drop();
+  }
+}
+
+async function latency(cleanup: Cleanup, receiver: Receiver, rate: number, withSlow: boolean): Promise<Latency> {
+  const s = await scratchDb(cleanup);
+  try {
+    await createUrls(s.db, TENANTS, 1, (t, type) => receiver.url(`/t${t}/${type}`));
+    await createUrls(s.db, [SLOW_TENANT], 1, (t, type) => receiver.url(withSlow ? `/slow/${t}/${type}` : `/t${t}/${type}`));
+    await receiver.reset();
+    const child = startDispatcher(s.url);
+    const stop = cleanup.add('dispatcher', () => stopProcess(child));
+    try {
+      await waitForLease(s.db);
+      // Events decoded beforehand: the producer's own work stays out of the way.
+      const total = Math.ceil(rate * (WARMUP_SECONDS + LATENCY_SECONDS));
+      const planned = Array.from({ length: total }, (_, i) => {
+        // Two of every three events to the 8 tenants, the third to the ninth (slow, when it is).
+        const tenant = i % 3 === 2 ? SLOW_TENANT : (TENANTS[i % TENANTS.length] as string);
+        return rows(tenant, [rawEvent(tenant, TYPES[Math.floor(i / 3) % TYPES.length] as (typeof TYPES)[number], 'lat')])[0];
+      }).filter((r) => r !== undefined);
+      const healthyIds = new Set(planned.filter((r) => r.api_key_id !== SLOW_TENANT).map((r) => r.event_id));
+      const committed = new Map<string, number>();
+      const tickMs = 10;
+      const from = sampleMachine();
+      const started = performance.now();
+      let produced = 0;
+      while (produced < planned.length) {
+        const due = Math.min(planned.length, Math.floor(((performance.now() - started) / 1000) * rate)) - produced;
+        if (due > 0) {
+          const batch = planned.slice(produced, produced + due);
+          await appendEvents(s.db.kysely, batch);
+          const at = performance.timeOrigin + performance.now();
+          if (performance.now() - started >= WARMUP_SECONDS * 1000) for (const r of batch) if (healthyIds.has(r.event_id)) committed.set(r.event_id, at);
+          produced += due;
+        }
+        await new Promise((r) => setTimeout(r, tickMs));
+      }
+      const healthyCount = healthyIds.size;
+      const machine = machineLoad(from, sampleMachine());
+      await until(receiver, (r) => r.unique >= healthyCount + (withSlow ? 0 : produced - healthyCount), 60_000, () => outboxState(s.db));
+      const report = await receiver.report(true);
+      const positions = await s.db.kysely.selectFrom('events').select(['event_id', 'position']).where('api_key_id', 'in', TENANTS.map(BigInt)).execute();
+      const byWebhookId = new Map(positions.map((p) => [`msg_${p.position}`, p.event_id]));
+      const latencies: number[] = [];
+      for (const [id, at] of report.arrivals ?? []) {
+        const t0 = committed.get(byWebhookId.get(id) ?? '');
+        if (t0 !== undefined) latencies.push(Math.max(0, at - t0));
+      }
+      if (latencies.length !== committed.size) throw new Error(`void run: ${committed.size} healthy events published, ${latencies.length} arrived`);
+      latencies.sort((a, b) => a - b);
+      const q = (p: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? NaN) * 10) / 10;
+      return { events: latencies.length, p50: q(0.5), p99: q(0.99), max: q(1), machine };
+    } finally {
+      await stop();
+    }
+  } finally {
+    await s.drop();
+  }
+}
+
+async function until(receiver: Receiver, done: (r: Awaited<ReturnType<Receiver['report']>>) => boolean, timeoutMs: number, state?: () => Promise<string>) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await receiver.report();
+    if (done(r)) return r;
+    if (Date.now() > deadline) throw new Error(`void run: timed out with ${r.events} events / ${r.unique} ids at the receiver${state !== undefined ? `; ${await state()}` : ''}`);
+    await new Promise((res) => setTimeout(res, 100));
+  }
+}
+
+/** What the dispatcher left undone, for a void run's message. */
+async function outboxState(db: Db): Promise<string> {
+  const { rows: r } = await sql<{ retry: boolean; claimed: boolean; n: number }>`
+    SELECT retry, claim IS NOT NULL AS claimed, count(*)::int AS n FROM webhook_deliveries GROUP BY 1, 2`.execute(db.kysely);
+  const cp = await db.kysely.selectFrom('checkpoints').select('position').where('name', '=', 'webhooks').executeTakeFirst();
+  const head = await db.kysely.selectFrom('events').select((eb) => eb.fn.max('position').as('h')).executeTakeFirst();
+  return `outbox ${JSON.stringify(r)}, checkpoint ${cp?.position ?? '-'} of ${String(head?.h ?? '-')}`;
+}
+
+async function waitForLease(db: Db): Promise<void> {
+  for (let i = 0; i < 300; i++) {
+    const row = await db.kysely.selectFrom('leases').select('owner').where('name', '=', 'webhooks:fanout').executeTakeFirst();
+    if (row !== undefined) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error('the dispatcher did not start within 30 s');
+}
+
+function print(s: {
+  rawPostsPerSec: number;
+  v1DeliveriesPerSec: number;
+  v1VsRaw: number;
+  v2EventsPerSec: number;
+  latencyRate: number;
+  latencyP50Ms: number;
+  latencyP99Ms: number;
+  slowP99Ms: number;
+  slowP99Change: number;
+  runs: number;
+}): void {
+  console.log(`\nwebhooks (medians of ${s.runs} runs)`);
+  console.table({
+    'baseline: raw undici POST loop': { figure: `${s.rawPostsPerSec} requests/s`, target: '' },
+    'Version 1 deliveries': { figure: `${s.v1DeliveriesPerSec}/s (${Math.round(s.v1VsRaw * 100)}% of raw)`, target: '≥ 5,000/s and ≥ 50%' },
+    'Version 2 events': { figure: `${s.v2EventsPerSec}/s`, target: '≥ 25,000/s' },
+    [`commit → delivered at ${s.latencyRate}/s`]: { figure: `p50 ${s.latencyP50Ms} ms, p99 ${s.latencyP99Ms} ms`, target: 'p99 ≤ 100 ms' },
+    'same, with a slow endpoint': { figure: `p99 ${s.slowP99Ms} ms (${s.slowP99Change >= 0 ? '+' : ''}${Math.round(s.slowP99Change * 100)}%)`, target: '< 10% change' },
+  });
+}

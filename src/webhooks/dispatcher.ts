@@ -1,0 +1,213 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
+import type { Db } from '../db/connect.js';
+import { describeError } from '../db/errors.js';
+import type { Logger } from '../logger.js';
+import { type DispatcherStats, emptyStats } from './dispatcher-stats.js';
+import { FanOut } from './fan-out.js';
+import { HttpDelivery } from './http-delivery.js';
+import { Lane } from './lane.js';
+import { type ClaimedDelivery, releaseClaims } from './outbox.js';
+import { OutcomeWriter } from './outcome-writer.js';
+import { rerouteDeadUrl, splitForVersion1 } from './reroute.js';
+import { signatureHeaders, signingKey } from './signing.js';
+import { parseAllowList } from './ssrf-guard.js';
+import { OUTBOX_CHANNEL, Wakeup } from './wakeup.js';
+
+/**
+ * The webhook dispatcher: the fan-out (log → outbox, exactly once, one process at a time)
+ * and two delivery lanes (first attempts, retries) claiming from the outbox in every process.
+ * A claim is committed before its HTTP call and the outcome is written after it in a new short
+ * transaction, so a crash loses nothing and repeats at most what was in flight.
+ */
+
+export interface DispatcherOptions {
+  readonly allowList: readonly string[];
+  readonly retryScheduleSeconds: readonly number[];
+  readonly timeoutMs: number;
+  /** First attempts in flight at most, and per URL. */
+  readonly concurrency: number;
+  readonly urlConcurrency: number;
+  /** Retries in flight at most (per URL: a quarter of urlConcurrency, at least 1). */
+  readonly retryConcurrency: number;
+  readonly batchWindowMs: number;
+  readonly batchMaxEvents: number;
+  readonly batchMaxBytes: number;
+  readonly pollMs: number;
+  readonly leaseMs: number;
+  readonly fanOutBatchSize: number;
+  /** Attempt records older than this are deleted (0 keeps them). */
+  readonly attemptsRetentionDays: number;
+}
+
+const MAINTENANCE_MS = 60_000;
+const DRAIN_MS = 10_000;
+
+export class Dispatcher {
+  readonly #stats: DispatcherStats;
+  readonly #fanOut: FanOut;
+  readonly #http: HttpDelivery;
+  readonly #first: Lane;
+  readonly #retry: Lane;
+  readonly #writer: OutcomeWriter;
+  readonly #outbox: Wakeup;
+  readonly #reroutes = new Map<string, Promise<void>>();
+  readonly #keys = new Map<string, Buffer>();
+  #timers = new Set<NodeJS.Timeout>();
+  #maintenance: NodeJS.Timeout | null = null;
+  #stopped = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly options: DispatcherOptions,
+    private readonly log: Logger,
+  ) {
+    this.#fanOut = new FanOut(
+      db,
+      {
+        batchSize: options.fanOutBatchSize,
+        pollMs: options.pollMs,
+        leaseMs: options.leaseMs,
+        grouping: { windowMs: options.batchWindowMs, maxEvents: options.batchMaxEvents, maxBytes: options.batchMaxBytes },
+      },
+      log,
+      (dueInMs) => this.#wakeLanesIn(dueInMs),
+    );
+    this.#stats = emptyStats(this.#fanOut.stats);
+    this.#http = new HttpDelivery({ allowList: parseAllowList(options.allowList), deadlineMs: options.timeoutMs });
+    // A claim outlives its request (bounded by the deadline) and the write of its outcome.
+    const leaseMs = 2 * options.timeoutMs + 1000;
+    this.#first = new Lane(db, { retry: false, concurrency: options.concurrency, perUrl: options.urlConcurrency, pollMs: options.pollMs, leaseMs }, (r) => this.#deliver(r), log);
+    this.#retry = new Lane(
+      db,
+      { retry: true, concurrency: options.retryConcurrency, perUrl: Math.max(1, Math.ceil(options.urlConcurrency / 4)), pollMs: options.pollMs, leaseMs },
+      (r) => this.#deliver(r),
+      log,
+    );
+    this.#writer = new OutcomeWriter(db.kysely, { retryScheduleSeconds: options.retryScheduleSeconds, maxBatch: 500, lingerMs: 2 }, this.#stats, log, (urls) => {
+      for (const u of urls) this.#reroute(u);
+    });
+    this.#outbox = new Wakeup(db, OUTBOX_CHANNEL, log);
+  }
+
+  /** Cumulative counts (delivered, failed attempts, expired, dropped…), what is in flight, latency. */
+  get stats(): DispatcherStats {
+    this.#syncInFlight();
+    return this.#stats;
+  }
+
+  async start(): Promise<void> {
+    await this.#fanOut.start();
+    await this.#outbox.start();
+    this.#first.start();
+    this.#retry.start();
+    void this.#relayOutboxNotifications();
+    this.#maintenance = setInterval(() => void this.#prune(), MAINTENANCE_MS);
+  }
+
+  /** Graceful stop: no new claims, requests in flight finish (within the deadline), outcomes written. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#maintenance !== null) clearInterval(this.#maintenance);
+    for (const t of this.#timers) clearTimeout(t);
+    this.#timers.clear();
+    await this.#fanOut.stop();
+    await Promise.all([this.#first.stop(), this.#retry.stop()]);
+    // Outcomes not written by then are repeated after their claims expire (at-least-once).
+    await Promise.race([this.#writer.drain(), sleep(DRAIN_MS)]);
+    await Promise.all([...this.#reroutes.values()]);
+    await this.#outbox.stop();
+    await this.#http.close();
+    this.#syncInFlight();
+  }
+
+  /** Claims now in both lanes (tests and the fan-out call this). */
+  wake(): void {
+    this.#first.signal();
+    this.#retry.signal();
+  }
+
+  async #relayOutboxNotifications(): Promise<void> {
+    while (!this.#stopped) {
+      await this.#outbox.wait(60_000);
+      if (this.#stopped) return;
+      this.wake();
+    }
+  }
+
+  #wakeLanesIn(ms: number): void {
+    if (ms <= 0) return this.#first.signal();
+    const t = setTimeout(() => {
+      this.#timers.delete(t);
+      this.#first.signal();
+    }, ms + 5);
+    this.#timers.add(t);
+  }
+
+  #syncInFlight(): void {
+    this.#stats.inFlight.first = this.#first.inFlight;
+    this.#stats.inFlight.retry = this.#retry.inFlight;
+  }
+
+  async #deliver(row: ClaimedDelivery): Promise<void> {
+    if (row.target.status !== 'alive') {
+      await releaseClaims(this.db.kysely, [row]);
+      this.#reroute(row.urlId);
+      return;
+    }
+    if (row.target.version === 1 && row.eventCount > 1) {
+      await splitForVersion1(this.db.kysely, row);
+      this.#first.signal();
+      return;
+    }
+    const body = row.target.version === 2 ? `[${row.body}]` : row.body;
+    const headers = signatureHeaders(this.#key(row.target.secret), row.webhookId, body);
+    const attemptedAt = new Date();
+    const http = await this.#http.post(row.target.url, { ...headers }, body);
+    this.#writer.push({ delivery: row, http, attemptedAt });
+  }
+
+  /** A secret's key bytes, decoded once. */
+  #key(secret: string): Buffer {
+    let key = this.#keys.get(secret);
+    if (key === undefined) {
+      if (this.#keys.size >= 10_000) this.#keys.clear();
+      key = signingKey(secret);
+      this.#keys.set(secret, key);
+    }
+    return key;
+  }
+
+  /** Moves a dead URL's pending rows to its backup (or drops them); one run per URL at a time. */
+  #reroute(urlId: bigint): void {
+    const key = String(urlId);
+    if (this.#reroutes.has(key)) return;
+    const run = rerouteDeadUrl(this.db.kysely, urlId)
+      .then((r) => {
+        this.#stats.rerouted += r.moved;
+        this.#stats.dropped += r.dropped;
+        this.#stats.droppedEvents += r.droppedEvents;
+        if (r.moved > 0) this.#first.signal();
+        if (r.moved + r.dropped > 0) this.log.info({ urlId: key, ...r }, 'webhook URL is dead: its pending deliveries were rerouted or dropped');
+      })
+      .catch((err: unknown) => this.log.warn({ err: describeError(err), urlId: key }, 'cannot reroute a dead URL yet; its rows are retried when due'))
+      .finally(() => this.#reroutes.delete(key));
+    this.#reroutes.set(key, run);
+  }
+
+  /**
+   * Housekeeping, by the fan-out's lease holder: attempts past their retention, and outbox rows
+   * of a URL deleted while the fan-out was enqueueing for it (nothing would ever claim them).
+   */
+  async #prune(): Promise<void> {
+    if (!this.#fanOut.stats.held) return;
+    try {
+      if (this.options.attemptsRetentionDays > 0) {
+        await sql`DELETE FROM webhook_attempts WHERE attempted_at < now() - make_interval(days => ${this.options.attemptsRetentionDays})`.execute(this.db.kysely);
+      }
+      await sql`DELETE FROM webhook_deliveries AS d WHERE NOT EXISTS (SELECT 1 FROM callback_urls AS u WHERE u.id = d.url_id)`.execute(this.db.kysely);
+    } catch (err) {
+      this.log.warn({ err: describeError(err) }, 'webhook housekeeping failed; trying again later');
+    }
+  }
+}

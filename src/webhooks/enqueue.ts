@@ -1,0 +1,224 @@
+import { randomUUID } from 'node:crypto';
+import { type Kysely, sql } from 'kysely';
+import type { Database } from '../db/schema.js';
+import { WEBHOOK_EVENT_TYPES } from '../events/schema.js';
+import type { CallbackUrlVersion, WebhookEventType } from './callback-url-input.js';
+import { mailjetCallbackJson } from './mailjet-payload.js';
+import { type BatchAppend as Append, type NewDelivery, appendToBatches, insertDeliveries } from './outbox.js';
+
+/**
+ * Log events → outbox rows, in the caller's transaction. Each event goes to its tenant's alive
+ * primary URL for its type or, while that one is dead, to the alive backup. Version 1 URLs get
+ * one row per event (webhook-id `msg_<position>`, the same on every retry and replay); Version 2
+ * URLs get batches (`bat_<uuid>`) that stay open for the grouping window and up to a count and
+ * a size, the events of several calls joining the same batch while it waits.
+ */
+
+export interface GroupingLimits {
+  readonly windowMs: number;
+  readonly maxEvents: number;
+  readonly maxBytes: number;
+}
+
+/** A log row as the dispatcher reads it (`payload` null when no URL can want it). */
+export interface LogEventForWebhooks {
+  position: bigint;
+  api_key_id: bigint;
+  type: string;
+  event_time: bigint;
+  message_id: string | null;
+  campaign_id: bigint;
+  contact_id: bigint;
+  list_id: bigint;
+  payload: string | null;
+}
+
+/** A Version 2 batch still open for more events, as the enqueuer last left it. */
+export interface OpenBatch {
+  id: bigint;
+  urlId: bigint;
+  count: number;
+  bytes: number;
+  /** Local clock (ms) after which it no longer takes events. */
+  closesAt: number;
+}
+
+interface BatchAppend extends Append {
+  key: string;
+  take: number;
+  grown: OpenBatch;
+}
+
+interface Route {
+  urlId: bigint;
+  version: CallbackUrlVersion;
+}
+
+export interface EnqueueResult {
+  deliveries: number;
+  events: number;
+  /** Open batches after this call, to pass to the next one once the transaction commits. */
+  openBatches: Map<string, OpenBatch>;
+}
+
+/** Milliseconds before a batch closes within which no more events join it. */
+const CLOSE_MARGIN_MS = 100;
+
+export const isWebhookType = (t: string): t is WebhookEventType => (WEBHOOK_EVENT_TYPES as readonly string[]).includes(t);
+
+/**
+ * SQL selecting log rows for `enqueueEvents`: the payload only where the tenant has a URL for
+ * the event's type (most events of most tenants need nothing but their position).
+ */
+export const LOG_SELECT = sql`e.position, e.api_key_id, e.type, e.event_time, e.message_id::text AS message_id, e.campaign_id, e.contact_id, e.list_id,
+  CASE WHEN EXISTS (SELECT 1 FROM callback_urls u WHERE u.api_key_id = e.api_key_id AND u.event_type = e.type) THEN e.payload::text END AS payload`;
+
+export async function enqueueEvents(
+  db: Kysely<Database>,
+  events: readonly LogEventForWebhooks[],
+  limits: GroupingLimits,
+  open: ReadonlyMap<string, OpenBatch>,
+  now: number = Date.now(),
+): Promise<EnqueueResult> {
+  const wanted = events.filter((e) => e.payload !== null && isWebhookType(e.type));
+  const openBatches = new Map(open);
+  for (const [k, b] of openBatches) if (b.closesAt - CLOSE_MARGIN_MS <= now) openBatches.delete(k);
+  if (wanted.length === 0) return { deliveries: 0, events: 0, openBatches };
+
+  const routes = await loadRoutes(db, [...new Set(wanted.map((e) => e.api_key_id))]);
+  const single: NewDelivery[] = [];
+  const grouped = new Map<string, { route: Route; apiKeyId: bigint; events: string[]; positions: bigint[]; sizes: number[]; start: number }>();
+  let routed = 0;
+  for (const e of wanted) {
+    const route = routes.get(`${e.api_key_id}:${e.type}`);
+    if (route === undefined) continue;
+    routed += 1;
+    const json = toCallbackJson(e);
+    const bytes = Buffer.byteLength(json);
+    if (route.version === 1) {
+      single.push({ apiKeyId: e.api_key_id, urlId: route.urlId, webhookId: `msg_${e.position}`, events: [json], positions: [e.position], bytes, delayMs: 0 });
+      continue;
+    }
+    const key = String(route.urlId);
+    let g = grouped.get(key);
+    if (g === undefined) grouped.set(key, (g = { route, apiKeyId: e.api_key_id, events: [], positions: [], sizes: [], start: 0 }));
+    g.events.push(json);
+    g.positions.push(e.position);
+    g.sizes.push(bytes);
+  }
+
+  // Events joining a URL's open batch: all such appends in one statement.
+  const appends: BatchAppend[] = [];
+  for (const [key, g] of grouped) {
+    const current = openBatches.get(key);
+    openBatches.delete(key);
+    if (current === undefined) continue;
+    const take = fit(g.sizes, 0, current.count, current.bytes, limits);
+    if (take === 0) continue;
+    const bytes = sum(g.sizes, 0, take);
+    const grown = { ...current, count: current.count + take, bytes: current.bytes + bytes };
+    appends.push({ key, take, grown, full: isFull(grown.count, grown.bytes, limits), id: current.id, urlId: g.route.urlId, events: g.events.slice(0, take), positions: g.positions.slice(0, take), bytes });
+  }
+  const appended = await appendToBatches(db, appends);
+  for (const a of appends) {
+    if (!appended.has(a.id)) continue;
+    if (!a.full) openBatches.set(a.key, a.grown);
+    const g = grouped.get(a.key);
+    if (g !== undefined) g.start = a.take;
+  }
+
+  const batches: NewDelivery[] = [];
+  let deliveries = single.length;
+  for (const g of grouped.values()) {
+    let i = g.start;
+    while (i < g.events.length) {
+      const take = Math.max(1, fit(g.sizes, i, 0, 0, limits));
+      const bytes = sum(g.sizes, i, i + take);
+      batches.push({
+        apiKeyId: g.apiKeyId,
+        urlId: g.route.urlId,
+        webhookId: `bat_${randomUUID()}`,
+        events: g.events.slice(i, i + take),
+        positions: g.positions.slice(i, i + take),
+        bytes,
+        // A full batch goes at once; the others wait for the window to gather more.
+        delayMs: i + take < g.events.length || isFull(take, bytes, limits) ? 0 : limits.windowMs,
+      });
+      i += take;
+    }
+  }
+  const ids = await insertDeliveries(db, [...single, ...batches]);
+  deliveries += batches.length;
+  // The last new batch of each URL stays open if it has room.
+  for (const b of batches) {
+    const id = ids.get(b.webhookId);
+    if (id === undefined) continue;
+    if (b.delayMs > CLOSE_MARGIN_MS) openBatches.set(String(b.urlId), { id, urlId: b.urlId, count: b.events.length, bytes: b.bytes, closesAt: now + b.delayMs });
+    else openBatches.delete(String(b.urlId));
+  }
+  return { deliveries, events: routed, openBatches };
+}
+
+/** No room for one more (small) event. */
+function isFull(count: number, bytes: number, limits: GroupingLimits): boolean {
+  return count >= limits.maxEvents || bytes + 256 >= limits.maxBytes;
+}
+
+/** How many events from `from` fit a batch already holding `count` events and `bytes`. */
+function fit(sizes: readonly number[], from: number, count: number, bytes: number, limits: GroupingLimits): number {
+  let n = 0;
+  let b = bytes + 2;
+  for (let i = from; i < sizes.length; i++) {
+    const size = (sizes[i] ?? 0) + 1;
+    if (count + n + 1 > limits.maxEvents || b + size > limits.maxBytes) break;
+    n += 1;
+    b += size;
+  }
+  return n;
+}
+
+function sum(sizes: readonly number[], from: number, to: number): number {
+  let s = 0;
+  for (let i = from; i < to; i++) s += sizes[i] ?? 0;
+  return s;
+}
+
+/** `tenant:type` → where its events go now: the alive primary, else (primary dead) the alive backup. */
+async function loadRoutes(db: Kysely<Database>, tenants: readonly bigint[]): Promise<Map<string, Route>> {
+  const rows = await db
+    .selectFrom('callback_urls')
+    .select(['id', 'api_key_id', 'event_type', 'is_backup', 'status', 'version'])
+    .where('api_key_id', 'in', tenants)
+    .execute();
+  const byKey = new Map<string, { primary?: (typeof rows)[number]; backup?: (typeof rows)[number] }>();
+  for (const r of rows) {
+    const key = `${r.api_key_id}:${r.event_type}`;
+    const slot = byKey.get(key) ?? {};
+    if (r.is_backup) slot.backup = r;
+    else slot.primary = r;
+    byKey.set(key, slot);
+  }
+  const routes = new Map<string, Route>();
+  for (const [key, { primary, backup }] of byKey) {
+    const target = primary?.status === 'alive' ? primary : primary?.status === 'dead' && backup?.status === 'alive' ? backup : undefined;
+    if (target !== undefined) routes.set(key, { urlId: target.id, version: target.version === 2 ? 2 : 1 });
+  }
+  return routes;
+}
+
+function toCallbackJson(e: LogEventForWebhooks): string {
+  // Only the payload's text and boolean fields are read (ids come exactly from the columns),
+  // so plain JSON.parse will do even where it rounds a 64-bit number.
+  const payload: unknown = JSON.parse(e.payload ?? '{}');
+  return mailjetCallbackJson({
+    position: e.position,
+    apiKeyId: e.api_key_id,
+    type: e.type as WebhookEventType,
+    time: e.event_time,
+    messageId: e.message_id ?? '0',
+    campaignId: e.campaign_id,
+    contactId: e.contact_id,
+    listId: e.list_id,
+    payload: payload !== null && typeof payload === 'object' && !Array.isArray(payload) ? (payload as Record<string, unknown>) : {},
+  });
+}

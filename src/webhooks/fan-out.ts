@@ -1,0 +1,174 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
+import type { Db } from '../db/connect.js';
+import { describeError, isTransientDbError } from '../db/errors.js';
+import { advanceCheckpoint, ensureCheckpoints, readCheckpoint } from '../log/checkpoints.js';
+import { releaseLease, tryAcquireLease } from '../log/leases.js';
+import type { Logger } from '../logger.js';
+import { type GroupingLimits, LOG_SELECT, type LogEventForWebhooks, type OpenBatch, enqueueEvents } from './enqueue.js';
+import { EVENTS_CHANNEL, OUTBOX_CHANNEL, Wakeup } from './wakeup.js';
+
+/**
+ * Reads the log from the `webhooks` checkpoint and turns events into outbox rows, the rows and
+ * the checkpoint move committed together: every event is enqueued exactly once, whatever
+ * crashes. One process at a time does this (a lease, like a projection's); any number deliver.
+ */
+
+export const WEBHOOKS_CHECKPOINT = 'webhooks';
+const LEASE_NAME = 'webhooks:fanout';
+
+export interface FanOutOptions {
+  readonly batchSize: number;
+  readonly pollMs: number;
+  readonly leaseMs: number;
+  readonly grouping: GroupingLimits;
+}
+
+export interface FanOutStats {
+  held: boolean;
+  position: string;
+  batches: number;
+  eventsRead: number;
+  eventsEnqueued: number;
+  deliveriesEnqueued: number;
+  errors: number;
+}
+
+class CheckpointMoved extends Error {
+  constructor() {
+    super('the webhooks checkpoint was moved by another dispatcher');
+  }
+}
+
+export class FanOut {
+  readonly owner = `webhooks-${randomUUID()}`;
+  readonly stats: FanOutStats = { held: false, position: '0', batches: 0, eventsRead: 0, eventsEnqueued: 0, deliveriesEnqueued: 0, errors: 0 };
+  readonly #wakeup: Wakeup;
+  #open = new Map<string, OpenBatch>();
+  /** The checkpoint as this holder last moved it (null: read it from the database). */
+  #position: bigint | null = null;
+  /** The next batch, read while the previous one was being written. */
+  #prefetch: { after: bigint; rows: Promise<LogEventForWebhooks[]> } | null = null;
+  #stopped = false;
+  #loop: Promise<void> | null = null;
+  #leaseTimer: NodeJS.Timeout | null = null;
+  #renewing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly db: Db,
+    private readonly options: FanOutOptions,
+    private readonly log: Logger,
+    /** Called after a commit that enqueued deliveries, with the delay until the earliest is due. */
+    private readonly onEnqueued: (dueInMs: number) => void,
+  ) {
+    this.#wakeup = new Wakeup(db, EVENTS_CHANNEL, log);
+  }
+
+  async start(): Promise<void> {
+    await ensureCheckpoints(this.db.kysely, [WEBHOOKS_CHECKPOINT]);
+    await this.#wakeup.start();
+    await this.#renewLease();
+    this.#leaseTimer = setInterval(() => {
+      this.#renewing = this.#renewing.then(() => this.#renewLease());
+    }, Math.max(100, Math.floor(this.options.leaseMs / 3)));
+    this.#loop = this.#run();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#wakeup.signal();
+    if (this.#leaseTimer !== null) clearInterval(this.#leaseTimer);
+    await this.#loop;
+    await this.#renewing;
+    await this.#wakeup.stop();
+    await this.#prefetch?.rows.catch(() => {});
+    this.#prefetch = null;
+    if (this.stats.held) await releaseLease(this.db.kysely, LEASE_NAME, this.owner).catch(() => {});
+    this.stats.held = false;
+  }
+
+  async #run(): Promise<void> {
+    let failures = 0;
+    while (!this.#stopped) {
+      try {
+        const worked = await this.step();
+        failures = 0;
+        if (!worked) await this.#wakeup.wait(this.options.pollMs);
+      } catch (err) {
+        failures += 1;
+        this.stats.errors += 1;
+        // The open batches and positions may not be what the database holds any more.
+        this.#open.clear();
+        this.#position = null;
+        this.#prefetch = null;
+        const transient = err instanceof CheckpointMoved || isTransientDbError(err);
+        this.log[transient ? 'warn' : 'error']({ err: describeError(err) }, 'webhook fan-out failed; retrying');
+        await sleep(Math.min(30_000, (transient ? 200 : 2000) * 2 ** Math.min(failures - 1, 6)));
+      }
+    }
+  }
+
+  /**
+   * One batch of the log into the outbox. False when there was nothing to read (or no lease).
+   * The next batch is read while this one is written (the log below the head never changes).
+   */
+  async step(): Promise<boolean> {
+    if (!this.stats.held) return false;
+    const position = this.#position ?? (await readCheckpoint(this.db.kysely, WEBHOOKS_CHECKPOINT));
+    const prefetched = this.#prefetch?.after === position ? this.#prefetch.rows : null;
+    this.#prefetch = null;
+    const rows = await (prefetched ?? this.#read(position));
+    const last = rows.at(-1);
+    if (last === undefined) {
+      this.#position = position;
+      return false;
+    }
+    const lastPosition = BigInt(last.position);
+    if (rows.length >= this.options.batchSize) {
+      const next = this.#read(lastPosition);
+      next.catch(() => {});
+      this.#prefetch = { after: lastPosition, rows: next };
+    }
+    const result = await this.db.kysely.transaction().execute(async (trx) => {
+      const r = await enqueueEvents(trx, rows, this.options.grouping, this.#open);
+      if (r.deliveries > 0) await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(trx);
+      if (!(await advanceCheckpoint(trx, WEBHOOKS_CHECKPOINT, position, lastPosition))) throw new CheckpointMoved();
+      return r;
+    });
+    this.#open = result.openBatches;
+    this.#position = lastPosition;
+    this.stats.position = String(last.position);
+    this.stats.batches += 1;
+    this.stats.eventsRead += rows.length;
+    this.stats.eventsEnqueued += result.events;
+    this.stats.deliveriesEnqueued += result.deliveries;
+    if (result.deliveries > 0) this.onEnqueued(0);
+    if (result.openBatches.size > 0) this.onEnqueued(Math.max(0, Math.min(...[...result.openBatches.values()].map((b) => b.closesAt)) - Date.now()));
+    return true;
+  }
+
+  async #read(after: bigint): Promise<LogEventForWebhooks[]> {
+    const { rows } = await sql<LogEventForWebhooks>`
+      SELECT ${LOG_SELECT} FROM events e WHERE e.position > ${after} ORDER BY e.position LIMIT ${this.options.batchSize}`.execute(this.db.kysely);
+    return rows;
+  }
+
+  async #renewLease(): Promise<void> {
+    if (this.#stopped) return;
+    try {
+      const ok = await tryAcquireLease(this.db.kysely, LEASE_NAME, this.owner, this.options.leaseMs);
+      if (ok && !this.stats.held) {
+        this.log.info('webhook fan-out lease acquired');
+        this.#open.clear();
+        this.#position = null;
+        this.#prefetch = null;
+        this.#wakeup.signal();
+      } else if (!ok && this.stats.held) this.log.warn('webhook fan-out lease lost');
+      this.stats.held = ok;
+    } catch (err) {
+      if (this.stats.held) this.log.warn({ err: describeError(err) }, 'webhook fan-out lease renewal failed');
+      this.stats.held = false;
+    }
+  }
+}

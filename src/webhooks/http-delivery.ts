@@ -1,0 +1,255 @@
+import type dns from 'node:dns';
+import { Agent, type Dispatcher } from 'undici';
+import { parseRetryAfter } from './retry-policy.js';
+import { type AllowList, SsrfError, guardedLookup, vetLiteralHost } from './ssrf-guard.js';
+
+/**
+ * One POST to a callback URL, bounded in every direction: a single deadline covers connect,
+ * TLS, headers and body; at most SNIPPET_BYTES of the answer are kept and at most DRAIN_BYTES
+ * read (then the connection is dropped); redirects are answers, never followed; connections
+ * are pooled and kept alive per origin, and open only to addresses the SSRF guard vetted.
+ */
+
+export interface HttpDeliveryOptions {
+  readonly allowList: AllowList;
+  /** Connect + TLS + headers + body. */
+  readonly deadlineMs: number;
+  /**
+   * Connections per origin at most; unlimited by default, because several URLs (tenants) may
+   * share an origin and a pool they share would queue a healthy URL's requests behind a slow
+   * one's. The dispatcher's per-URL and per-lane caps bound the requests in flight.
+   */
+  readonly connectionsPerOrigin?: number;
+  /** Name resolution (tests swap it to simulate DNS answers). */
+  readonly resolve?: typeof dns.lookup;
+}
+
+export interface HttpOutcome {
+  /** A 2xx answer. */
+  readonly ok: boolean;
+  readonly statusCode: number | null;
+  readonly latencyMs: number;
+  /** Null on success; else timeout, connect_refused, connect_error, dns, ssrf_blocked, tls, connection_reset, redirect, http_status, invalid_url, error. */
+  readonly errorClass: string | null;
+  readonly snippet: string | null;
+  readonly retryAfterMs: number | null;
+}
+
+export const SNIPPET_BYTES = 4096;
+export const DRAIN_BYTES = 64 * 1024;
+const USER_AGENT = 'mailtally-webhooks/1';
+
+interface Target {
+  origin: string;
+  path: string;
+  hostname: string;
+  /** The Authorization header from the URL's credentials, if any. */
+  auth: Record<string, string>;
+}
+
+/** Parsed URLs, by their text (a URL is parsed once, not per request). */
+const MAX_CACHED_TARGETS = 10_000;
+
+export class HttpDelivery {
+  readonly #agent: Agent;
+  readonly #targets = new Map<string, Target | null>();
+
+  constructor(private readonly options: HttpDeliveryOptions) {
+    this.#agent = new Agent({
+      connections: options.connectionsPerOrigin ?? null,
+      pipelining: 1,
+      keepAliveTimeout: 10_000,
+      keepAliveMaxTimeout: 60_000,
+      headersTimeout: options.deadlineMs,
+      bodyTimeout: options.deadlineMs,
+      connect: { timeout: Math.min(options.deadlineMs, 10_000), lookup: guardedLookup(options.allowList, options.resolve) },
+    });
+  }
+
+  post(url: string, headers: Readonly<Record<string, string>>, body: string): Promise<HttpOutcome> {
+    const target = this.#target(url);
+    if (target === null) return Promise.resolve(failure('invalid_url', 0, 'not an http(s) URL'));
+    try {
+      vetLiteralHost(target.hostname, this.options.allowList);
+    } catch (err) {
+      return Promise.resolve(failure('ssrf_blocked', 0, err instanceof Error ? err.message : String(err)));
+    }
+    const flat = ['content-type', 'application/json', 'user-agent', USER_AGENT];
+    for (const [k, v] of Object.entries(target.auth)) flat.push(k, v);
+    for (const [k, v] of Object.entries(headers)) flat.push(k, v);
+    return new Promise((resolve) => {
+      const exchange = new Exchange(resolve, this.options.deadlineMs);
+      try {
+        this.#agent.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers: flat, body }, exchange);
+      } catch (err) {
+        exchange.onResponseError(null, err as Error);
+      }
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.#agent.destroy();
+  }
+
+  #target(url: string): Target | null {
+    let target = this.#targets.get(url);
+    if (target === undefined) {
+      if (this.#targets.size >= MAX_CACHED_TARGETS) this.#targets.clear();
+      target = splitUrl(url);
+      this.#targets.set(url, target);
+    }
+    return target;
+  }
+}
+
+class DeadlineError extends Error {
+  constructor() {
+    super('deadline exceeded');
+    this.name = 'DeadlineError';
+  }
+}
+
+function failure(errorClass: string, latencyMs: number, message: string): HttpOutcome {
+  return { ok: false, statusCode: null, latencyMs, errorClass, snippet: message.slice(0, 500), retryAfterMs: null };
+}
+
+/** origin, path+query, and basic-auth credentials (sent as a header, never in the request line). */
+export function splitUrl(url: string): Target | null {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return null;
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return null;
+  const auth: Record<string, string> = {};
+  if (u.username !== '' || u.password !== '') {
+    const user = decodeURIComponent(u.username);
+    const pass = decodeURIComponent(u.password);
+    auth['authorization'] = `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
+  }
+  return { origin: `${u.protocol}//${u.host}`, path: `${u.pathname}${u.search}`, hostname: u.hostname, auth };
+}
+
+/**
+ * One request's answer, taken as undici hands it over (no stream): the status decides the
+ * outcome; the body is kept up to SNIPPET_BYTES and the exchange cut past DRAIN_BYTES; the
+ * deadline resolves the outcome at once and aborts whatever is still going on.
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  #controller: Dispatcher.DispatchController | null = null;
+  #status = 0;
+  #retryAfter: string | string[] | undefined;
+  readonly #kept: Buffer[] = [];
+  #keptBytes = 0;
+  #total = 0;
+  #done = false;
+  #timedOut = false;
+  readonly #started = performance.now();
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly resolve: (o: HttpOutcome) => void,
+    deadlineMs: number,
+  ) {
+    this.#timer = setTimeout(() => {
+      this.#timedOut = true;
+      // Headers came: the status stands, only the body was slow. Otherwise it is a timeout.
+      if (this.#status > 0) this.#finish();
+      else this.#fail(new DeadlineError());
+      this.#controller?.abort(new DeadlineError());
+    }, deadlineMs);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#done) controller.abort(new DeadlineError());
+  }
+
+  onResponseStart(_c: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
+    this.#status = statusCode;
+    this.#retryAfter = headers['retry-after'];
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.#total += chunk.length;
+    if (this.#keptBytes < SNIPPET_BYTES) {
+      const part = chunk.subarray(0, SNIPPET_BYTES - this.#keptBytes);
+      this.#kept.push(part);
+      this.#keptBytes += part.length;
+    }
+    if (this.#total > DRAIN_BYTES) {
+      this.#finish();
+      controller.abort(new Error('answer too long'));
+    }
+  }
+
+  onResponseEnd(): void {
+    this.#finish();
+  }
+
+  onResponseError(_c: Dispatcher.DispatchController | null, err: Error): void {
+    if (this.#status > 0) this.#finish();
+    else this.#fail(err);
+  }
+
+  #latency(): number {
+    return Math.round(performance.now() - this.#started);
+  }
+
+  #finish(): void {
+    if (this.#done) return;
+    this.#done = true;
+    clearTimeout(this.#timer);
+    const status = this.#status;
+    const ok = status >= 200 && status < 300;
+    const snippet = this.#keptBytes === 0 ? null : Buffer.concat(this.#kept).toString('utf8').replace(/\uFFFD+$/, '');
+    this.resolve({
+      ok,
+      statusCode: status,
+      latencyMs: this.#latency(),
+      errorClass: ok ? null : status >= 300 && status < 400 ? 'redirect' : 'http_status',
+      snippet,
+      retryAfterMs: ok ? null : parseRetryAfter(this.#retryAfter),
+    });
+  }
+
+  #fail(err: Error): void {
+    if (this.#done) return;
+    this.#done = true;
+    clearTimeout(this.#timer);
+    this.resolve(failure(classify(err, this.#timedOut), this.#latency(), describe(err, this.#timedOut)));
+  }
+}
+
+function causes(err: unknown): { code?: unknown; name?: unknown; message?: unknown }[] {
+  const out: { code?: unknown; name?: unknown; message?: unknown }[] = [];
+  let e: unknown = err;
+  for (let i = 0; i < 5 && e !== null && typeof e === 'object'; i++) {
+    out.push(e as { code?: unknown });
+    e = (e as { cause?: unknown }).cause;
+  }
+  return out;
+}
+
+function classify(err: unknown, timedOut: boolean): string {
+  if (timedOut || err instanceof DeadlineError) return 'timeout';
+  const chain = causes(err);
+  const codes = chain.map((c) => String(c.code ?? ''));
+  const has = (...names: string[]) => codes.some((c) => names.includes(c));
+  if (err instanceof SsrfError || has('ERR_WEBHOOK_SSRF')) return 'ssrf_blocked';
+  if (has('UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT')) return 'timeout';
+  if (has('ECONNREFUSED')) return 'connect_refused';
+  if (has('ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME')) return 'dns';
+  if (codes.some((c) => c.startsWith('ERR_TLS') || c.startsWith('ERR_SSL') || c.includes('CERT'))) return 'tls';
+  if (has('ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED')) return 'connection_reset';
+  if (has('EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL')) return 'connect_error';
+  return 'error';
+}
+
+function describe(err: unknown, timedOut: boolean): string {
+  if (timedOut || err instanceof DeadlineError) return 'no complete answer before the deadline';
+  const chain = causes(err);
+  const msg = chain.map((c) => (typeof c.message === 'string' ? c.message : '')).find((m) => m !== '');
+  return msg ?? String(err);
+}

@@ -1,0 +1,121 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Db } from '../db/connect.js';
+import { describeError } from '../db/errors.js';
+import type { Logger } from '../logger.js';
+import { type ClaimedDelivery, claimDue } from './outbox.js';
+import { Wakeup } from './wakeup.js';
+
+/**
+ * One lane of delivery work — first attempts or retries — with its own concurrency: at most
+ * `concurrency` requests in flight and at most `perUrl` for any one URL. A lane claims only
+ * what it can start at once (each URL's free slots), URL by URL in round-robin order, so a URL
+ * that hangs holds its own few slots and nothing else: other URLs keep their pace.
+ */
+
+export interface LaneOptions {
+  readonly retry: boolean;
+  readonly concurrency: number;
+  readonly perUrl: number;
+  readonly pollMs: number;
+  /** How long a claim holds a row (the HTTP deadline plus margin). */
+  readonly leaseMs: number;
+}
+
+export class Lane {
+  readonly #inFlight = new Map<string, number>();
+  #total = 0;
+  #cursor = 0n;
+  /** The last claim filled the lane (or nearly): a freed slot may let more rows in. */
+  #full = false;
+  #stopped = false;
+  #loop: Promise<void> | null = null;
+  readonly #running = new Set<Promise<void>>();
+  readonly #wakeup: Wakeup;
+
+  constructor(
+    private readonly db: Db,
+    private readonly options: LaneOptions,
+    private readonly deliver: (row: ClaimedDelivery) => Promise<void>,
+    private readonly log: Logger,
+  ) {
+    this.#wakeup = new Wakeup(db, null, log);
+  }
+
+  get inFlight(): number {
+    return this.#total;
+  }
+
+  start(): void {
+    this.#loop = this.#run();
+  }
+
+  /** Something may be due: claim now rather than at the next poll. */
+  signal(): void {
+    this.#wakeup.signal();
+  }
+
+  /** Stops claiming and waits for the requests in flight to finish. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#wakeup.signal();
+    await this.#loop;
+    await Promise.all([...this.#running]);
+  }
+
+  async #run(): Promise<void> {
+    const o = this.options;
+    const minClaim = Math.max(1, Math.min(16, Math.ceil(o.concurrency / 8)));
+    let failures = 0;
+    while (!this.#stopped) {
+      const free = o.concurrency - this.#total;
+      if (free <= 0 || (this.#total > 0 && free < minClaim)) {
+        await this.#wakeup.wait(5);
+        continue;
+      }
+      const room = new Map<string, number>();
+      for (const [url, n] of this.#inFlight) room.set(url, Math.max(0, o.perUrl - n));
+      const after = this.#cursor;
+      let rows: ClaimedDelivery[];
+      try {
+        rows = await claimDue(this.db.kysely, { retry: o.retry, limit: free, perUrl: o.perUrl, room, after, leaseMs: o.leaseMs, claim: randomUUID() });
+        failures = 0;
+      } catch (err) {
+        failures += 1;
+        this.log.warn({ err: describeError(err), lane: o.retry ? 'retry' : 'first' }, 'cannot claim webhook deliveries; retrying');
+        await sleep(Math.min(10_000, 100 * 2 ** Math.min(failures, 7)));
+        continue;
+      }
+      for (const row of rows) this.#start(row);
+      this.#full = o.concurrency - this.#total < minClaim;
+      const last = rows.at(-1);
+      if (rows.length >= free && last !== undefined) {
+        this.#cursor = last.urlId;
+        continue;
+      }
+      // Fewer than asked: the URLs after the cursor are done; go round again from the start.
+      this.#cursor = 0n;
+      if (after !== 0n) continue;
+      await this.#wakeup.wait(o.pollMs);
+    }
+  }
+
+  #start(row: ClaimedDelivery): void {
+    const url = String(row.urlId);
+    this.#inFlight.set(url, (this.#inFlight.get(url) ?? 0) + 1);
+    this.#total += 1;
+    const task = this.deliver(row)
+      .catch((err: unknown) => this.log.error({ err: describeError(err), delivery: String(row.id) }, 'webhook delivery failed unexpectedly'))
+      .finally(() => {
+        const before = this.#inFlight.get(url) ?? 1;
+        if (before <= 1) this.#inFlight.delete(url);
+        else this.#inFlight.set(url, before - 1);
+        this.#total -= 1;
+        this.#running.delete(task);
+        // Claim again only if a cap was what held rows back (this URL's, or the lane's);
+        // otherwise new work comes with its own signal.
+        if (before >= this.options.perUrl || this.#full) this.#wakeup.signal();
+      });
+    this.#running.add(task);
+  }
+}

@@ -1,0 +1,181 @@
+import { type Kysely, sql } from 'kysely';
+import type { Database } from '../db/schema.js';
+import type { CallbackUrlStatus, CallbackUrlVersion } from './callback-url-input.js';
+
+/**
+ * The delivery outbox (0003 migration): rows go in with the checkpoint move that produced them
+ * (or a replay), come out through `claimDue`, and leave when an outcome is recorded
+ * (outcome-writer.ts) or their URL dies (reroute.ts).
+ */
+
+export interface NewDelivery {
+  apiKeyId: bigint;
+  urlId: bigint;
+  webhookId: string;
+  /** Mailjet callback objects as JSON text, with their log positions. */
+  events: readonly string[];
+  positions: readonly bigint[];
+  bytes: number;
+  /** Due this long after the transaction's start (a Version 2 batch waits for its window). */
+  delayMs: number;
+}
+
+export interface ClaimedDelivery {
+  id: bigint;
+  apiKeyId: bigint;
+  urlId: bigint;
+  webhookId: string;
+  /** The events' JSON objects joined by commas (a Version 2 body without its brackets). */
+  body: string;
+  eventCount: number;
+  attempts: number;
+  firstFailedAt: Date | null;
+  createdAt: Date;
+  claim: string;
+  target: { url: string; secret: string; version: CallbackUrlVersion; status: CallbackUrlStatus; isBackup: boolean; eventType: string };
+}
+
+export interface ClaimOptions {
+  retry: boolean;
+  /** Rows at most, over all URLs. */
+  limit: number;
+  /** Rows at most per URL, unless `room` says otherwise for it. */
+  perUrl: number;
+  /** URL id → rows it may still take (its free concurrency in this process). */
+  room: ReadonlyMap<string, number>;
+  /** Round-robin cursor: start with URLs after this id. */
+  after: bigint;
+  leaseMs: number;
+  claim: string;
+}
+
+/** Inserts deliveries; returns the id of each, by webhook id. */
+export async function insertDeliveries(db: Kysely<Database>, rows: readonly NewDelivery[]): Promise<Map<string, bigint>> {
+  if (rows.length === 0) return new Map();
+  const json = JSON.stringify(
+    rows.map((r) => ({
+      api_key_id: String(r.apiKeyId),
+      url_id: String(r.urlId),
+      webhook_id: r.webhookId,
+      events: r.events,
+      positions: r.positions.map(String),
+      bytes: r.bytes,
+      delay_ms: r.delayMs,
+    })),
+  );
+  const result = await sql<{ id: bigint; webhook_id: string }>`
+    INSERT INTO webhook_deliveries (api_key_id, url_id, webhook_id, events, positions, bytes, due_at)
+    SELECT api_key_id, url_id, webhook_id, events, positions, bytes, now() + make_interval(secs => delay_ms / 1000.0)
+    FROM json_to_recordset(${json}::json) AS r(api_key_id bigint, url_id bigint, webhook_id text, events text[], positions bigint[], bytes integer, delay_ms integer)
+    RETURNING id, webhook_id`.execute(db);
+  return new Map(result.rows.map((r) => [r.webhook_id, BigInt(r.id)]));
+}
+
+export interface BatchAppend {
+  id: bigint;
+  urlId: bigint;
+  events: readonly string[];
+  positions: readonly bigint[];
+  bytes: number;
+  /** Now full: due at once. */
+  full: boolean;
+}
+
+/**
+ * Adds events to Version 2 batches still waiting for their window, in one statement. Returns
+ * the ids appended to; a batch claimed meanwhile (or moved to another URL) is left alone and
+ * the caller starts a new one with its events.
+ */
+export async function appendToBatches(db: Kysely<Database>, appends: readonly BatchAppend[]): Promise<Set<bigint>> {
+  if (appends.length === 0) return new Set();
+  const json = JSON.stringify(
+    appends.map((a) => ({ id: String(a.id), url_id: String(a.urlId), events: a.events, positions: a.positions.map(String), bytes: a.bytes, is_full: a.full })),
+  );
+  const result = await sql<{ id: bigint }>`
+    UPDATE webhook_deliveries AS w
+    SET events = w.events || x.events, positions = w.positions || x.positions, bytes = w.bytes + x.bytes,
+      due_at = CASE WHEN x.is_full THEN now() ELSE w.due_at END
+    FROM json_to_recordset(${json}::json) AS x(id bigint, url_id bigint, events text[], positions bigint[], bytes integer, is_full boolean)
+    WHERE w.id = x.id AND w.url_id = x.url_id AND w.claim IS NULL AND w.attempts = 0 AND w.due_at > now()
+    RETURNING w.id`.execute(db);
+  return new Set(result.rows.map((r) => BigInt(r.id)));
+}
+
+/**
+ * Claims due deliveries of one lane, URL by URL (a loose index scan over the URLs with rows in
+ * the lane, from the round-robin cursor), at most `room`/`perUrl` per URL, locking with
+ * FOR UPDATE SKIP LOCKED so concurrent dispatchers never take the same row. A claim holds a
+ * row until `claimed_until`: if its worker dies, the row is simply claimable again then.
+ * Returns each row with its URL's current settings.
+ */
+export async function claimDue(db: Kysely<Database>, o: ClaimOptions): Promise<ClaimedDelivery[]> {
+  const roomUrls = [...o.room.keys()];
+  const roomRows = roomUrls.map((u) => o.room.get(u) ?? 0);
+  const result = await sql<{
+    id: bigint;
+    api_key_id: bigint;
+    url_id: bigint;
+    webhook_id: string;
+    body: string;
+    event_count: number;
+    attempts: number;
+    first_failed_at: Date | null;
+    created_at: Date;
+    url: string;
+    secret: string;
+    version: number;
+    status: CallbackUrlStatus;
+    is_backup: boolean;
+    event_type: string;
+  }>`
+    WITH RECURSIVE urls(url_id) AS (
+      (SELECT url_id FROM webhook_deliveries WHERE retry = ${o.retry} AND url_id > ${o.after} ORDER BY url_id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT d.url_id FROM webhook_deliveries d WHERE d.retry = ${o.retry} AND d.url_id > urls.url_id ORDER BY d.url_id LIMIT 1)
+      FROM urls WHERE urls.url_id IS NOT NULL
+    ),
+    picked AS (
+      SELECT c.id FROM urls
+      CROSS JOIN LATERAL (
+        SELECT coalesce((SELECT r.room FROM unnest(${roomUrls}::bigint[], ${roomRows}::int[]) AS r(url_id, room) WHERE r.url_id = urls.url_id), ${o.perUrl}) AS room
+      ) AS lim
+      CROSS JOIN LATERAL (
+        SELECT d.id FROM webhook_deliveries d
+        WHERE d.retry = ${o.retry} AND d.url_id = urls.url_id AND d.due_at <= now() AND (d.claimed_until IS NULL OR d.claimed_until < now())
+        ORDER BY d.due_at LIMIT lim.room
+        FOR UPDATE SKIP LOCKED
+      ) AS c
+      WHERE urls.url_id IS NOT NULL AND lim.room > 0
+      LIMIT ${o.limit}
+    )
+    UPDATE webhook_deliveries AS w
+    SET claimed_until = now() + make_interval(secs => ${o.leaseMs} / 1000.0), claim = ${o.claim}
+    FROM picked, callback_urls AS u
+    WHERE w.id = picked.id AND u.id = w.url_id
+    RETURNING w.id, w.api_key_id, w.url_id, w.webhook_id, array_to_string(w.events, ',') AS body, cardinality(w.events) AS event_count,
+      w.attempts, w.first_failed_at, w.created_at, u.url, u.secret, u.version, u.status, u.is_backup, u.event_type`.execute(db);
+  return result.rows
+    .map((r) => ({
+      id: BigInt(r.id),
+      apiKeyId: BigInt(r.api_key_id),
+      urlId: BigInt(r.url_id),
+      webhookId: r.webhook_id,
+      body: r.body,
+      eventCount: r.event_count,
+      attempts: r.attempts,
+      firstFailedAt: r.first_failed_at,
+      createdAt: r.created_at,
+      claim: o.claim,
+      target: { url: r.url, secret: r.secret, version: r.version === 2 ? (2 as const) : (1 as const), status: r.status, isBackup: r.is_backup, eventType: r.event_type },
+    }))
+    .sort((a, b) => (a.urlId === b.urlId ? 0 : a.urlId < b.urlId ? -1 : 1));
+}
+
+/** Gives claimed rows back (unclaimed, still due), e.g. for a URL found dead at claim time. */
+export async function releaseClaims(db: Kysely<Database>, rows: readonly { id: bigint; claim: string }[]): Promise<void> {
+  if (rows.length === 0) return;
+  await sql`
+    UPDATE webhook_deliveries AS w SET claim = NULL, claimed_until = NULL
+    FROM unnest(${rows.map((r) => String(r.id))}::bigint[], ${rows.map((r) => r.claim)}::text[]) AS x(id, claim)
+    WHERE w.id = x.id AND w.claim = x.claim`.execute(db);
+}

@@ -1,0 +1,205 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Kysely, sql } from 'kysely';
+import { describeError } from '../db/errors.js';
+import type { AttemptOutcome, Database } from '../db/schema.js';
+import type { Logger } from '../logger.js';
+import { type DispatcherStats, observeLatency } from './dispatcher-stats.js';
+import type { HttpOutcome } from './http-delivery.js';
+import type { ClaimedDelivery } from './outbox.js';
+import { nextRetry, retryWindowMs } from './retry-policy.js';
+import { type AttemptRow, attemptRow, insertAttempts } from './attempt-rows.js';
+
+/**
+ * Records what came of each attempt, many at a time in one short transaction (never across an
+ * HTTP call): the attempt rows; delivered rows removed; failed ones rescheduled on the retry
+ * lane; a URL's last success and failure streak kept. A delivery out of retries kills its URL
+ * when no success of the URL came after that delivery first failed (it is then rerouted with the
+ * URL's other pending rows); otherwise the delivery alone expires. Each row is written only by
+ * the holder of its claim, so a worker whose lease ran out cannot undo another's work.
+ */
+
+export interface AttemptResult {
+  delivery: ClaimedDelivery;
+  http: HttpOutcome;
+  attemptedAt: Date;
+}
+
+export interface OutcomeWriterOptions {
+  readonly retryScheduleSeconds: readonly number[];
+  /** Results per transaction at most. */
+  readonly maxBatch: number;
+  /** How long the first result of a batch may wait for company. */
+  readonly lingerMs: number;
+}
+
+
+export class OutcomeWriter {
+  #queue: AttemptResult[] = [];
+  /** Per URL: the last success time written, and whether a failure was written since. */
+  readonly #successWritten = new Map<string, number>();
+  readonly #failedSince = new Set<string>();
+  /** A URL's last success is written at most this often (it only decides deaths, windows long). */
+  readonly #successEveryMs: number;
+  #flushing: Promise<void> | null = null;
+  #timer: NodeJS.Timeout | null = null;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly options: OutcomeWriterOptions,
+    private readonly stats: DispatcherStats,
+    private readonly log: Logger,
+    /** Called after a commit with URLs found dead: their pending rows need rerouting. */
+    private readonly onDeadUrls: (urlIds: readonly bigint[]) => void,
+  ) {
+    this.#successEveryMs = Math.min(1000, retryWindowMs(options.retryScheduleSeconds) / 20);
+  }
+
+  push(result: AttemptResult): void {
+    this.#queue.push(result);
+    if (this.#queue.length >= this.options.maxBatch) this.#kick();
+    else this.#timer ??= setTimeout(() => this.#kick(), this.options.lingerMs);
+  }
+
+  /** Writes everything queued (retrying until the database takes it). */
+  async drain(): Promise<void> {
+    while (this.#queue.length > 0 || this.#flushing !== null) {
+      this.#kick();
+      await this.#flushing;
+    }
+  }
+
+  #kick(): void {
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    if (this.#flushing !== null || this.#queue.length === 0) return;
+    this.#flushing = this.#flushAll().finally(() => {
+      this.#flushing = null;
+      if (this.#queue.length > 0) this.#kick();
+    });
+  }
+
+  async #flushAll(): Promise<void> {
+    let failures = 0;
+    while (this.#queue.length > 0) {
+      const batch = this.#queue.slice(0, this.options.maxBatch);
+      try {
+        const dead = await this.write(batch);
+        this.#queue.splice(0, batch.length);
+        failures = 0;
+        if (dead.length > 0) this.onDeadUrls(dead);
+      } catch (err) {
+        failures += 1;
+        this.log.warn({ err: describeError(err), results: batch.length }, 'cannot record webhook attempts; retrying');
+        await sleep(Math.min(10_000, 100 * 2 ** Math.min(failures, 7)));
+      }
+    }
+  }
+
+  /** One transaction for `batch`; returns the URLs found dead (to reroute). */
+  async write(batch: readonly AttemptResult[]): Promise<bigint[]> {
+    const schedule = this.options.retryScheduleSeconds;
+    const failedUrls = [...new Set(batch.filter((r) => !r.http.ok).map((r) => String(r.delivery.urlId)))];
+    const counts = { delivered: 0, deliveredEvents: 0, failed: 0, expired: 0, died: 0 };
+    const written = await this.db.transaction().execute(async (trx) => {
+      // Out of retries: the URL dies if it has not worked since this delivery first failed.
+      const killed = new Set<string>();
+      for (const r of batch) {
+        if (r.http.ok || nextRetry(schedule, r.delivery.attempts + 1, null).kind !== 'exhausted') continue;
+        const since = r.delivery.firstFailedAt ?? r.attemptedAt;
+        const k = await sql<{ id: bigint }>`
+          UPDATE callback_urls SET status = 'dead', dead_since = now(), updated_at = now()
+          WHERE id = ${r.delivery.urlId} AND status = 'alive' AND (last_success_at IS NULL OR last_success_at < ${since})
+          RETURNING id`.execute(trx);
+        if (k.rows.length > 0) killed.add(String(r.delivery.urlId));
+      }
+      const status = new Map<string, string>();
+      if (failedUrls.length > 0) {
+        const rows = await trx.selectFrom('callback_urls').select(['id', 'status']).where('id', 'in', failedUrls.map(BigInt)).execute();
+        for (const row of rows) status.set(String(row.id), row.status);
+      }
+
+      const attempts: AttemptRow[] = [];
+      const removed: { id: string; claim: string }[] = [];
+      const released: { id: string; claim: string }[] = [];
+      const retries: { id: string; claim: string; attempts: number; delay_ms: number; failed_at: string }[] = [];
+      const urlHealth = new Map<string, { ok: boolean; at: Date }>();
+      for (const r of batch) {
+        const d = r.delivery;
+        const attempt = d.attempts + 1;
+        let outcome: AttemptOutcome = 'delivered';
+        // Per URL: its last success, and its first failure after that.
+        const health = urlHealth.get(String(d.urlId));
+        const done = new Date(r.attemptedAt.getTime() + r.http.latencyMs);
+        if (r.http.ok) urlHealth.set(String(d.urlId), { ok: true, at: done });
+        else if (health === undefined || health.ok) urlHealth.set(String(d.urlId), { ok: false, at: r.attemptedAt });
+        if (r.http.ok) {
+          removed.push({ id: String(d.id), claim: d.claim });
+          counts.delivered += 1;
+          counts.deliveredEvents += d.eventCount;
+        } else {
+          outcome = 'failed';
+          counts.failed += 1;
+          const decision = nextRetry(schedule, attempt, r.http.retryAfterMs);
+          if (status.get(String(d.urlId)) !== 'alive') {
+            // Its URL is dead (now or already): the reroute moves it to the backup or drops it.
+            released.push({ id: String(d.id), claim: d.claim });
+          } else if (decision.kind === 'retry') {
+            retries.push({ id: String(d.id), claim: d.claim, attempts: attempt, delay_ms: decision.delayMs, failed_at: (d.firstFailedAt ?? r.attemptedAt).toISOString() });
+          } else {
+            outcome = 'expired';
+            counts.expired += 1;
+            removed.push({ id: String(d.id), claim: d.claim });
+          }
+        }
+        attempts.push(attemptRow(r, attempt, outcome));
+      }
+
+      await insertAttempts(trx, attempts);
+      if (removed.length > 0) {
+        await sql`DELETE FROM webhook_deliveries AS w USING json_to_recordset(${JSON.stringify(removed)}::json) AS x(id bigint, claim text)
+          WHERE w.id = x.id AND w.claim = x.claim`.execute(trx);
+      }
+      if (retries.length > 0) {
+        await sql`
+          UPDATE webhook_deliveries AS w
+          SET attempts = x.attempts, retry = true, claim = NULL, claimed_until = NULL, due_at = now() + make_interval(secs => x.delay_ms / 1000.0),
+              first_failed_at = coalesce(w.first_failed_at, x.failed_at)
+          FROM json_to_recordset(${JSON.stringify(retries)}::json) AS x(id bigint, claim text, attempts integer, delay_ms integer, failed_at timestamptz)
+          WHERE w.id = x.id AND w.claim = x.claim`.execute(trx);
+      }
+      if (released.length > 0) {
+        await sql`UPDATE webhook_deliveries AS w SET claim = NULL, claimed_until = NULL
+          FROM json_to_recordset(${JSON.stringify(released)}::json) AS x(id bigint, claim text) WHERE w.id = x.id AND w.claim = x.claim`.execute(trx);
+      }
+      const healthy = [...urlHealth]
+        .filter(([id, h]) => h.ok && (this.#failedSince.has(id) || h.at.getTime() - (this.#successWritten.get(id) ?? 0) >= this.#successEveryMs))
+        .map(([id, h]) => ({ id, at: h.at.toISOString() }));
+      const failing = [...urlHealth].filter(([, h]) => !h.ok).map(([id, h]) => ({ id, at: h.at.toISOString() }));
+      if (healthy.length > 0) {
+        await sql`UPDATE callback_urls AS u SET failing_since = NULL, last_success_at = greatest(u.last_success_at, x.at)
+          FROM json_to_recordset(${JSON.stringify(healthy)}::json) AS x(id bigint, at timestamptz) WHERE u.id = x.id`.execute(trx);
+      }
+      if (failing.length > 0) {
+        await sql`UPDATE callback_urls AS u SET failing_since = x.at FROM json_to_recordset(${JSON.stringify(failing)}::json) AS x(id bigint, at timestamptz)
+          WHERE u.id = x.id AND u.failing_since IS NULL`.execute(trx);
+      }
+      counts.died = killed.size;
+      const dead = [...status].filter(([, s]) => s !== 'alive').map(([id]) => BigInt(id));
+      return { dead, healthy, failing };
+    });
+    for (const h of written.healthy) {
+      this.#successWritten.set(h.id, Date.parse(h.at));
+      this.#failedSince.delete(h.id);
+    }
+    for (const f of written.failing) this.#failedSince.add(f.id);
+
+    const s = this.stats;
+    s.delivered += counts.delivered;
+    s.deliveredEvents += counts.deliveredEvents;
+    s.failedAttempts += counts.failed;
+    s.expired += counts.expired;
+    s.urlsDied += counts.died;
+    for (const r of batch) observeLatency(s.latencyMs, r.http.latencyMs);
+    return written.dead;
+  }
+}

@@ -1,0 +1,41 @@
+/**
+ * When to try a failed delivery again. The schedule is data (WEBHOOK_RETRY_SCHEDULE, seconds
+ * between attempts); each delay gets ±20 % jitter so a recovering endpoint is not hit by every
+ * delivery at once. A `Retry-After` from the receiver is honoured within bounds: never sooner
+ * than the schedule says, never later than twice the scheduled delay or a minute, whichever is
+ * longer (and at most an hour), so a receiver cannot push retries past the window.
+ * After the last scheduled retry fails the delivery is exhausted.
+ */
+
+export type RetryDecision = { readonly kind: 'retry'; readonly delayMs: number } | { readonly kind: 'exhausted' };
+
+const JITTER = 0.2;
+const RETRY_AFTER_FLOOR_MS = 60_000;
+const RETRY_AFTER_CAP_MS = 3_600_000;
+
+/** `attempts`: attempts made so far, the failed one included. */
+export function nextRetry(scheduleSeconds: readonly number[], attempts: number, retryAfterMs: number | null, random: () => number = Math.random): RetryDecision {
+  const seconds = scheduleSeconds[attempts - 1];
+  if (seconds === undefined) return { kind: 'exhausted' };
+  const base = seconds * 1000;
+  if (retryAfterMs !== null) {
+    const upper = Math.min(RETRY_AFTER_CAP_MS, Math.max(2 * base, RETRY_AFTER_FLOOR_MS));
+    return { kind: 'retry', delayMs: Math.round(Math.min(upper, Math.max(base, retryAfterMs))) };
+  }
+  return { kind: 'retry', delayMs: Math.round(base * (1 - JITTER + 2 * JITTER * random())) };
+}
+
+/** The whole window: how long after its first failure a delivery is given up (jitter aside). */
+export function retryWindowMs(scheduleSeconds: readonly number[]): number {
+  return scheduleSeconds.reduce((sum, s) => sum + s * 1000, 0);
+}
+
+/** `Retry-After` as delay-seconds or an HTTP date → milliseconds from `now`; null if absent or unreadable. */
+export function parseRetryAfter(value: string | string[] | undefined, now: number = Date.now()): number | null {
+  const text = (Array.isArray(value) ? value[0] : value)?.trim();
+  if (text === undefined || text === '') return null;
+  if (/^\d{1,10}$/.test(text)) return Number(text) * 1000;
+  if (!/^[A-Za-z]{3},? /.test(text)) return null;
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
+}

@@ -1,0 +1,57 @@
+import type { FastifyInstance } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.js';
+import { authenticate } from '../../http/auth.js';
+import { apiErrors } from '../../http/errors.js';
+import type { KeyVerifier } from '../../keys/key-store.js';
+import type { GroupingLimits } from '../enqueue.js';
+import { replayWebhookEvents, parseReplayRequest } from '../replay-webhooks.js';
+import { attemptToWire, listWebhookAttempts, parseAttemptFilters } from '../webhook-attempts.js';
+import { toJson } from '../../api/conventions/json.js';
+import { listSchema, pageOf } from '../../api/conventions/paging.js';
+import { type RawQuery, parseQuery } from '../../api/conventions/params.js';
+
+/**
+ * The webhook tools beside Mailjet's API (Basic auth, each key sees its own):
+ * - GET /v1/webhooks/attempts — every delivery attempt, newest first: filters CallbackUrlID,
+ *   Outcome (delivered, failed, expired, dropped), WebhookID, FromTS/ToTS; Limit/Offset/countOnly;
+ *   answered in the {Count, Data, Total} envelope.
+ * - POST /v1/webhooks/replay — sends a range of the key's events again to its URLs:
+ *   {FromPosition | FromTS, ToPosition?, ToTS?, EventType?} → 202 {Events, Deliveries, NextPosition}.
+ *   Read-only keys get 403.
+ */
+
+export interface WebhookAdminDeps {
+  readonly db: Kysely<Database>;
+  readonly verifier: KeyVerifier;
+  readonly grouping: GroupingLimits;
+  /** Events replayed per call at most (NextPosition says where to continue). */
+  readonly maxReplayEvents?: number;
+}
+
+const paging = listSchema({});
+
+export function registerWebhookAdmin(app: FastifyInstance, deps: WebhookAdminDeps): void {
+  app.get('/v1/webhooks/attempts', async (req, reply) => {
+    const principal = await authenticate(req, deps.verifier);
+    const raw = req.query as RawQuery;
+    const page = pageOf(parseQuery(paging, raw));
+    const filters = parseAttemptFilters(raw);
+    if (!filters.ok) throw apiErrors.badRequest(`Invalid parameter: ${filters.message}`);
+    const result = await listWebhookAttempts(deps.db, principal.apiKeyId, filters.value, page);
+    const body = page.countOnly ? { Count: result.total, Data: [], Total: result.total } : { Count: result.rows.length, Data: result.rows.map(attemptToWire), Total: result.total };
+    return reply.type('application/json; charset=utf-8').send(toJson(body));
+  });
+
+  app.post('/v1/webhooks/replay', async (req, reply) => {
+    const principal = await authenticate(req, deps.verifier);
+    if (principal.readOnly) throw apiErrors.forbidden();
+    const range = parseReplayRequest(req.body ?? {});
+    if (!range.ok) throw apiErrors.badRequest(range.message);
+    const r = await replayWebhookEvents(deps.db, principal.apiKeyId, range.value, deps.grouping, deps.maxReplayEvents);
+    return reply
+      .code(202)
+      .type('application/json; charset=utf-8')
+      .send(toJson({ Events: r.events, Deliveries: r.deliveries, NextPosition: r.nextPosition }));
+  });
+}

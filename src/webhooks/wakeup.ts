@@ -1,0 +1,77 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Db } from '../db/connect.js';
+import { describeError } from '../db/errors.js';
+import type { Logger } from '../logger.js';
+
+/** The log's append notification (0001 migration) and the outbox's (sent when deliveries are enqueued). */
+export const EVENTS_CHANNEL = 'mailtally_events';
+export const OUTBOX_CHANNEL = 'mailtally_webhooks';
+
+/**
+ * Wakes a loop on a NOTIFY channel or a local `signal()`, with polling as the fallback: `wait`
+ * resolves on the next signal (or one that came since the last wait) or after a timeout.
+ */
+export class Wakeup {
+  #pending = false;
+  #waiter: (() => void) | null = null;
+  #unlisten: (() => Promise<void>) | null = null;
+  #stopped = false;
+
+  constructor(
+    private readonly db: Db,
+    private readonly channel: string | null,
+    private readonly log: Logger,
+  ) {}
+
+  async start(): Promise<void> {
+    if (this.channel === null) return;
+    try {
+      this.#unlisten = await this.db.listen(this.channel, () => this.signal());
+    } catch (err) {
+      this.log.warn({ err: describeError(err), channel: this.channel }, 'cannot LISTEN; polling until it can');
+      void this.#retryListen(this.channel);
+    }
+  }
+
+  async #retryListen(channel: string): Promise<void> {
+    while (!this.#stopped && this.#unlisten === null) {
+      await sleep(2000);
+      if (this.#stopped) return;
+      try {
+        this.#unlisten = await this.db.listen(channel, () => this.signal());
+        this.signal();
+      } catch {
+        // still down; keep polling
+      }
+    }
+  }
+
+  signal(): void {
+    this.#pending = true;
+    this.#waiter?.();
+  }
+
+  async wait(ms: number): Promise<void> {
+    if (this.#pending || this.#stopped) {
+      this.#pending = false;
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#waiter = done;
+    });
+    this.#waiter = null;
+    this.#pending = false;
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.signal();
+    await this.#unlisten?.();
+    this.#unlisten = null;
+  }
+}

@@ -1,0 +1,149 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Db } from '../../../src/db/connect.js';
+import { getCallbackUrl, updateCallbackUrl } from '../../../src/webhooks/callback-url-store.js';
+import type { Dispatcher } from '../../../src/webhooks/dispatcher.js';
+import { openMigratedDb } from '../../support/databases.js';
+import { waitFor } from '../../support/harness.js';
+import { append } from '../../support/projections.js';
+import { WebhookReceiver } from '../../support/webhook-receiver.js';
+import { hook, outboxEmpty, startDispatcher, urlStatus } from './fixture.js';
+
+/**
+ * With a compressed WEBHOOK_RETRY_SCHEDULE: a URL failing for the whole window turns dead; its
+ * pending and later events go to the alive backup (or, with none, are dropped and say so);
+ * PUTting a new Url revives it. A delivery that fails alone while its URL works expires alone.
+ */
+
+const SCHEDULE = [0.05, 0.05, 0.05];
+let db: Db;
+let cleanup: () => Promise<void>;
+let receiver: WebhookReceiver;
+let dispatcher: Dispatcher | null = null;
+
+beforeAll(async () => {
+  ({ db, cleanup } = await openMigratedDb('postgres'));
+  receiver = await WebhookReceiver.start((r) => (r.path.startsWith('/broken') || r.body.includes('poison') ? { status: 500 } : { status: 200 }));
+});
+afterEach(async () => {
+  await dispatcher?.stop();
+  dispatcher = null;
+});
+afterAll(async () => {
+  await receiver?.close();
+  await cleanup?.();
+});
+
+const sends = (prefix: string, from: number, n: number) =>
+  Array.from({ length: n }, (_, i) => ({ event: 'sent', time: 1_700_000_000 + from + i, MessageID: String(from + i), email: `s${from + i}@example.com`, EventID: `${prefix}-${from + i}` }));
+
+/** MessageIDs of the events that reached `path` (bodies are objects or arrays). */
+function messageIds(path: string): number[] {
+  return receiver
+    .at(path)
+    .flatMap((r) => {
+      const body = JSON.parse(r.body) as { MessageID: number } | { MessageID: number }[];
+      return Array.isArray(body) ? body : [body];
+    })
+    .map((e) => e.MessageID)
+    .sort((a, b) => a - b);
+}
+
+const range = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
+
+describe('dead URLs and backups', () => {
+  it('a failing primary turns dead, the backup receives the rest, a new Url revives the primary', async () => {
+    const primary = await hook(db, '31', { EventType: 'sent', Url: receiver.url('/broken/31') });
+    await hook(db, '31', { EventType: 'sent', Url: receiver.url('/backup/31'), IsBackup: true, Version: 2 });
+    dispatcher = await startDispatcher(db, { retryScheduleSeconds: SCHEDULE });
+
+    await append(db, '31', sends('a', 0, 10));
+    await waitFor('the primary to turn dead', async () => (await urlStatus(db, primary.id)) === 'dead');
+    await outboxEmpty(db);
+    const primaryRequests = receiver.at('/broken/31').length;
+    expect(primaryRequests).toBeGreaterThanOrEqual(4);
+
+    await append(db, '31', sends('b', 10, 10));
+    await outboxEmpty(db);
+    expect(messageIds('/backup/31')).toEqual(range(0, 20));
+    expect(receiver.at('/broken/31')).toHaveLength(primaryRequests);
+    const url = await getCallbackUrl(db.kysely, '31', primary.id);
+    expect(url?.status).toBe('dead');
+    expect(url?.deadSince).toBeInstanceOf(Date);
+
+    const revived = await updateCallbackUrl(db.kysely, '31', primary.id, { Url: receiver.url('/fixed/31') });
+    expect(revived?.status).toBe('alive');
+    await append(db, '31', sends('c', 20, 5));
+    await outboxEmpty(db);
+    expect(messageIds('/fixed/31')).toEqual(range(20, 5));
+    expect(messageIds('/backup/31')).toEqual(range(0, 20));
+    expect(dispatcher.stats.urlsDied).toBe(1);
+    expect(dispatcher.stats.rerouted).toBeGreaterThan(0);
+  });
+
+  it('a dead Version 2 primary`s pending batches reach a Version 1 backup one event per request', async () => {
+    const primary = await hook(db, '34', { EventType: 'sent', Url: receiver.url('/broken/34'), Version: 2 });
+    await hook(db, '34', { EventType: 'sent', Url: receiver.url('/backup/34'), IsBackup: true });
+    dispatcher = await startDispatcher(db, { retryScheduleSeconds: SCHEDULE, batchMaxEvents: 4 });
+    await append(db, '34', sends('h', 300, 10));
+    await waitFor('the primary to turn dead', async () => (await urlStatus(db, primary.id)) === 'dead');
+    await outboxEmpty(db);
+    expect(receiver.at('/broken/34').every((r) => Array.isArray(JSON.parse(r.body)))).toBe(true);
+    const backup = receiver.at('/backup/34');
+    expect(backup.every((r) => !Array.isArray(JSON.parse(r.body)) && r.webhookId.startsWith('msg_'))).toBe(true);
+    expect(messageIds('/backup/34')).toEqual(range(300, 10));
+  });
+
+  it('a Version 2 URL switched to Version 1 gets its waiting batch as single events', async () => {
+    const url = await hook(db, '35', { EventType: 'sent', Url: receiver.url('/switch/35'), Version: 2 });
+    dispatcher = await startDispatcher(db, { batchWindowMs: 1500 });
+    await append(db, '35', sends('i', 400, 3));
+    await waitFor('one waiting batch of 3', async () => {
+      const rows = await db.kysely.selectFrom('webhook_deliveries').select('events').where('url_id', '=', url.id).execute();
+      return rows.length === 1 && rows[0]?.events.length === 3;
+    });
+    await updateCallbackUrl(db.kysely, '35', url.id, { Version: 1 });
+    await outboxEmpty(db);
+    const got = receiver.at('/switch/35');
+    expect(got.every((r) => !Array.isArray(JSON.parse(r.body)))).toBe(true);
+    expect(messageIds('/switch/35')).toEqual(range(400, 3));
+  });
+
+  it('with no backup, a dead URL`s events are dropped with a record saying why, until it is revived', async () => {
+    const primary = await hook(db, '32', { EventType: 'sent', Url: receiver.url('/broken/32') });
+    dispatcher = await startDispatcher(db, { retryScheduleSeconds: SCHEDULE });
+    await append(db, '32', sends('d', 100, 5));
+    await waitFor('the URL to turn dead', async () => (await urlStatus(db, primary.id)) === 'dead');
+    await outboxEmpty(db);
+    const dropped = await db.kysely.selectFrom('webhook_attempts').select(['outcome', 'error_class']).where('url_id', '=', primary.id).where('outcome', '=', 'dropped').execute();
+    expect(dropped.length).toBe(5);
+    expect(dropped.every((d) => d.error_class === 'url_dead')).toBe(true);
+
+    const before = receiver.at('/broken/32').length;
+    await append(db, '32', sends('e', 105, 5)); // while dead: nothing is sent
+    await outboxEmpty(db);
+    expect(receiver.at('/broken/32')).toHaveLength(before);
+
+    await updateCallbackUrl(db.kysely, '32', primary.id, { url: receiver.url('/fixed/32') });
+    await append(db, '32', sends('f', 110, 3));
+    await outboxEmpty(db);
+    expect(messageIds('/fixed/32')).toEqual(range(110, 3));
+  });
+
+  it('a delivery that keeps failing while its URL works for others expires alone', async () => {
+    const url = await hook(db, '33', { EventType: 'sent', Url: receiver.url('/mostly/33') });
+    dispatcher = await startDispatcher(db, { retryScheduleSeconds: [0.2, 0.2, 0.2] });
+    const events = sends('g', 200, 6).map((e, i) => (i === 0 ? { ...e, CustomID: 'poison' } : e));
+    await append(db, '33', events.slice(0, 1));
+    // Successes keep coming while the poison one is retried.
+    for (let i = 1; i < 6; i++) {
+      await new Promise((r) => setTimeout(r, 120));
+      await append(db, '33', events.slice(i, i + 1));
+    }
+    await outboxEmpty(db);
+    expect(await urlStatus(db, url.id)).toBe('alive');
+    const outcomes = await db.kysely.selectFrom('webhook_attempts').select(['outcome']).where('url_id', '=', url.id).execute();
+    expect(outcomes.filter((o) => o.outcome === 'expired')).toHaveLength(1);
+    expect(outcomes.filter((o) => o.outcome === 'delivered')).toHaveLength(5);
+    expect(dispatcher.stats.expired).toBe(1);
+  });
+});

@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../../src/config.js';
+import { nextRetry, parseRetryAfter, retryWindowMs } from '../../../src/webhooks/retry-policy.js';
+
+const SCHEDULE = [5, 30, 120];
+
+describe('nextRetry', () => {
+  it('follows the schedule, one delay per failed attempt, with ±20 % jitter', () => {
+    expect(nextRetry(SCHEDULE, 1, null, () => 0.5)).toEqual({ kind: 'retry', delayMs: 5000 });
+    expect(nextRetry(SCHEDULE, 2, null, () => 0)).toEqual({ kind: 'retry', delayMs: 24_000 });
+    expect(nextRetry(SCHEDULE, 3, null, () => 0.999_999)).toEqual({ kind: 'retry', delayMs: 144_000 });
+  });
+
+  it('is exhausted once every scheduled retry has failed', () => {
+    expect(nextRetry(SCHEDULE, 4, null)).toEqual({ kind: 'exhausted' });
+    expect(nextRetry([0.05], 2, null)).toEqual({ kind: 'exhausted' });
+  });
+
+  it('honours Retry-After within [scheduled delay, max(2 × scheduled, 60 s)], at most an hour', () => {
+    expect(nextRetry(SCHEDULE, 1, 20_000)).toEqual({ kind: 'retry', delayMs: 20_000 });
+    expect(nextRetry(SCHEDULE, 1, 1000)).toEqual({ kind: 'retry', delayMs: 5000 });
+    expect(nextRetry(SCHEDULE, 1, 3_600_000)).toEqual({ kind: 'retry', delayMs: 60_000 });
+    expect(nextRetry(SCHEDULE, 3, 3_600_000)).toEqual({ kind: 'retry', delayMs: 240_000 });
+    expect(nextRetry([7200], 1, 86_400_000)).toEqual({ kind: 'retry', delayMs: 3_600_000 });
+  });
+
+  it('gives a window equal to the schedule`s sum (the default is 24 h)', () => {
+    expect(retryWindowMs(SCHEDULE)).toBe(155_000);
+    expect(retryWindowMs(loadConfig({}).webhooks.retryScheduleSeconds)).toBe(24 * 3600 * 1000);
+  });
+});
+
+describe('parseRetryAfter', () => {
+  const now = Date.parse('2024-05-01T00:00:00Z');
+  it('reads delay-seconds and HTTP dates', () => {
+    expect(parseRetryAfter('120', now)).toBe(120_000);
+    expect(parseRetryAfter('Wed, 01 May 2024 00:01:00 GMT', now)).toBe(60_000);
+    expect(parseRetryAfter('Tue, 30 Apr 2024 00:00:00 GMT', now)).toBe(0);
+  });
+  it('ignores what it cannot read', () => {
+    expect(parseRetryAfter(undefined, now)).toBeNull();
+    expect(parseRetryAfter('', now)).toBeNull();
+    expect(parseRetryAfter('soon', now)).toBeNull();
+    expect(parseRetryAfter('-5', now)).toBeNull();
+  });
+});
