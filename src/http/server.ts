@@ -10,6 +10,8 @@ import { ApiError, apiErrors, envelope } from './errors.js';
 
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
 /**
  * The HTTP server every role shares: TLS when configured (plain HTTP only on loopback unless the
  * operator allows it), JSON bodies parsed with 64-bit integers kept exact, and every error —
@@ -34,8 +36,14 @@ export function createServer(http: Config['http'], log: Logger): FastifyInstance
       : Fastify(options);
 
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
-    const text = typeof body === 'string' ? body : body.toString('utf8');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => {
+    let text: string;
+    try {
+      // Fatal: bytes that are not UTF-8 are refused, never silently replaced by U+FFFD.
+      text = typeof body === 'string' ? body : utf8.decode(body);
+    } catch {
+      return done(apiErrors.badRequest('Request body is not valid UTF-8'), undefined);
+    }
     if (text.trim() === '') return done(null, undefined);
     try {
       done(null, parseExactJson(text));
