@@ -46,28 +46,40 @@ export type Outcome = (typeof OUTCOMES)[number];
 
 const DELIVERY = new Set(['queued', 'sent', 'deferred', 'bounce', 'blocked']);
 
+const QUEUED: readonly Outcome[] = ['queued'];
+const SENT: readonly Outcome[] = ['sent'];
+const DEFERRED: readonly Outcome[] = ['deferred'];
+const HARD_BOUNCE: readonly Outcome[] = ['bounced', 'hardBounced'];
+const SOFT_BOUNCE: readonly Outcome[] = ['bounced', 'softBounced'];
+const BLOCKED: readonly Outcome[] = ['blocked'];
+const OPENED: readonly Outcome[] = ['opened'];
+const CLICKED: readonly Outcome[] = ['clicked'];
+const SPAM: readonly Outcome[] = ['spam'];
+const UNSUB: readonly Outcome[] = ['unsub'];
+const NO_OUTCOME: readonly Outcome[] = [];
+
 function outcomesOf(e: LogEvent): readonly Outcome[] {
   switch (e.type) {
     case 'queued':
-      return ['queued'];
+      return QUEUED;
     case 'sent':
-      return ['sent'];
+      return SENT;
     case 'deferred':
-      return ['deferred'];
+      return DEFERRED;
     case 'bounce':
-      return e.hardBounce ? ['bounced', 'hardBounced'] : ['bounced', 'softBounced'];
+      return e.hardBounce ? HARD_BOUNCE : SOFT_BOUNCE;
     case 'blocked':
-      return ['blocked'];
+      return BLOCKED;
     case 'open':
-      return ['opened'];
+      return OPENED;
     case 'click':
-      return ['clicked'];
+      return CLICKED;
     case 'spam':
-      return ['spam'];
+      return SPAM;
     case 'unsub':
-      return ['unsub'];
+      return UNSUB;
     default:
-      return [];
+      return NO_OUTCOME;
   }
 }
 
@@ -84,8 +96,32 @@ export function messageFacts(group: Group): MessageFacts {
 }
 
 function computeFacts(group: Group): MessageFacts {
-  const first = Object.fromEntries(OUTCOMES.map((o) => [o, null])) as Record<Outcome, LogEvent | null>;
-  const count = Object.fromEntries(OUTCOMES.map((o) => [o, 0])) as Record<Outcome, number>;
+  const first: Record<Outcome, LogEvent | null> = {
+    queued: null,
+    sent: null,
+    deferred: null,
+    bounced: null,
+    hardBounced: null,
+    softBounced: null,
+    blocked: null,
+    opened: null,
+    clicked: null,
+    spam: null,
+    unsub: null,
+  };
+  const count: Record<Outcome, number> = {
+    queued: 0,
+    sent: 0,
+    deferred: 0,
+    bounced: 0,
+    hardBounced: 0,
+    softBounced: 0,
+    blocked: 0,
+    opened: 0,
+    clicked: 0,
+    spam: 0,
+    unsub: 0,
+  };
   let campaignId = '0';
   let contactId = '0';
   let listId = '0';

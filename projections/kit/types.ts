@@ -89,7 +89,11 @@ export type TableSpec =
       readonly indexes?: readonly (readonly string[])[];
     };
 
-/** Where a projection puts a group's contribution. Arrays follow the table spec's column order. */
+/**
+ * Where a projection puts a group's contribution. Arrays follow the table spec's column order;
+ * the projector may keep them as they are, so a projection does not change an array after
+ * passing it (passing the same one for several rows is fine).
+ */
 export interface Output {
   /** Counter tables: add `sums` (and offer `maxes` / `mins`) under `keys`. */
   add(table: string, keys: readonly Value[], sums: readonly number[], maxes?: readonly Value[], mins?: readonly Value[]): void;

@@ -30,7 +30,7 @@ export function compareValues(a: Value, b: Value): number {
   return sa < sb ? -1 : sa > sb ? 1 : 0;
 }
 
-function pick(current: Value, offered: Value, want: 1 | -1): Value {
+export function pick(current: Value, offered: Value, want: 1 | -1): Value {
   if (offered === null) return current;
   if (current === null) return offered;
   return compareValues(offered, current) * want > 0 ? offered : current;
@@ -81,40 +81,6 @@ export class Delta {
     }
   }
 
-  /** Retract a group's previous contribution (null when it had none) and add its new one. */
-  apply(before: Contribution | null, after: Contribution): void {
-    for (const [table, entries] of after.counters) {
-      const out = this.counters.get(table) as Map<string, CounterEntry>;
-      const old = before?.counters.get(table);
-      for (const [key, e] of entries) {
-        const prev = old?.get(key);
-        // A row whose sums are all zero does not exist (a replay never writes one).
-        if (prev === undefined && e.sums.every((v) => v === 0)) continue;
-        const sums = prev === undefined ? e.sums : e.sums.map((v, i) => v - (prev.sums[i] ?? 0));
-        const sameBounds = prev !== undefined && sameValues(prev.maxes, e.maxes) && sameValues(prev.mins, e.mins);
-        if (sameBounds && sums.every((v) => v === 0)) continue;
-        addTo(out, key, e.keys, sums, e.maxes, e.mins);
-      }
-      if (old === undefined) continue;
-      for (const [key, prev] of old) {
-        if (entries.has(key) || prev.sums.every((v) => v === 0)) continue;
-        addTo(out, key, prev.keys, prev.sums.map((v) => -v), [], []);
-      }
-    }
-    for (const [table, entries] of after.rows) {
-      const old = before?.rows.get(table);
-      const deletes = this.deletes.get(table) as Map<string, readonly Value[]>;
-      const upserts = this.upserts.get(table) as Map<string, RowEntry>;
-      for (const [key, row] of entries) {
-        const prev = old?.get(key);
-        if (prev !== undefined && sameValues(prev.columns, row.columns)) continue;
-        upserts.set(key, row);
-      }
-      if (old === undefined) continue;
-      for (const [key, prev] of old) if (!entries.has(key)) deletes.set(key, prev.keys);
-    }
-  }
-
   get isEmpty(): boolean {
     for (const m of this.counters.values()) if (m.size > 0) return false;
     for (const m of this.upserts.values()) if (m.size > 0) return false;
@@ -134,7 +100,7 @@ function addTo(out: Map<string, CounterEntry>, key: string, keys: readonly Value
   for (let i = 0; i < mins.length; i++) entry.mins[i] = pick(entry.mins[i] ?? null, mins[i] ?? null, -1);
 }
 
-function sameValues(a: readonly Value[], b: readonly Value[]): boolean {
+export function sameValues(a: readonly Value[], b: readonly Value[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;

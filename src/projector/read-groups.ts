@@ -3,9 +3,12 @@ import type { Group, LogEvent } from '../../projections/kit/types.js';
 import type { Database } from '../db/schema.js';
 import type { EventType } from '../events/schema.js';
 
-/** Reading the log for projections: which groups a batch touches, and every event of those groups. */
+/**
+ * Reading the log for projections: the columns a projection sees, group keys, and ranges of the
+ * log for rebuilds (a live batch is read by `read-batch.ts`).
+ */
 
-const EVENT_COLUMNS = sql.raw(`
+export const EVENT_COLUMNS_TEXT = `
   position, event_id, type, event_time, api_key_id::text AS api_key_id,
   coalesce(message_id::text, '') AS message_id,
   campaign_id::text AS campaign_id, contact_id::text AS contact_id, list_id::text AS list_id, sender_id::text AS sender_id,
@@ -15,9 +18,10 @@ const EVENT_COLUMNS = sql.raw(`
   CASE WHEN type = 'open' THEN coalesce(payload->>'agent', '') ELSE '' END AS agent,
   coalesce(geo, '') AS geo, coalesce(hard_bounce, false) AS hard_bounce, coalesce(blocked, false) AS blocked,
   coalesce(error_related_to, '') AS error_related_to, coalesce(error, '') AS error, state_id,
-  CASE WHEN type = 'campaign' THEN payload END AS campaign_payload`);
+  CASE WHEN type = 'campaign' THEN payload END AS campaign_payload`;
+const EVENT_COLUMNS = sql.raw(EVENT_COLUMNS_TEXT);
 
-interface EventSqlRow {
+export interface EventSqlRow {
   position: bigint;
   event_id: string;
   type: EventType;
@@ -92,53 +96,6 @@ export function groupKeyOf(e: { type: string; apiKeyId: string; messageId: strin
 
 export function groupKeyString(k: GroupKey): string {
   return `${k.kind === 'campaign' ? 'c' : 'm'}:${k.apiKeyId}:${k.id}`;
-}
-
-/** The group keys of the events after `after` (at most `limit` events), how many there were, and the last position read. */
-export async function readBatchGroups(db: Kysely<Database>, after: bigint, limit: number): Promise<{ last: bigint; events: number; keys: GroupKey[] } | null> {
-  const { rows } = await sql<{ position: bigint; type: string; api_key_id: string; message_id: string; campaign_id: string }>`
-    SELECT position, type, api_key_id::text AS api_key_id, coalesce(message_id::text, '') AS message_id, campaign_id::text AS campaign_id
-    FROM events WHERE position > ${after} ORDER BY position LIMIT ${limit}`.execute(db);
-  const lastRow = rows.at(-1);
-  if (lastRow === undefined) return null;
-  const keys = new Map<string, GroupKey>();
-  for (const r of rows) {
-    const k = groupKeyOf({ type: r.type, apiKeyId: r.api_key_id, messageId: r.message_id, campaignId: r.campaign_id });
-    keys.set(groupKeyString(k), k);
-  }
-  return { last: BigInt(lastRow.position), events: rows.length, keys: [...keys.values()] };
-}
-
-/** Every event of the given groups up to `upTo`, grouped and sorted by (time, EventID). */
-export async function fetchGroups(db: Kysely<Database>, keys: readonly GroupKey[], upTo: bigint): Promise<Map<string, LogEvent[]>> {
-  const messages = keys.filter((k) => k.kind === 'message').map((k) => ({ a: k.apiKeyId, m: k.id }));
-  const campaigns = keys.filter((k) => k.kind === 'campaign').map((k) => ({ a: k.apiKeyId, c: k.id }));
-  const groups = new Map<string, LogEvent[]>();
-  const collect = (rows: EventSqlRow[]) => {
-    for (const r of rows) {
-      const e = toLogEvent(r);
-      const key = groupKeyString(groupKeyOf(e));
-      let list = groups.get(key);
-      if (list === undefined) groups.set(key, (list = []));
-      list.push(e);
-    }
-  };
-  if (messages.length > 0) {
-    const { rows } = await sql<EventSqlRow>`
-      SELECT ${EVENT_COLUMNS} FROM events
-      JOIN json_to_recordset(${JSON.stringify(messages)}) AS k(a bigint, m numeric(20,0)) ON events.api_key_id = k.a AND events.message_id = k.m
-      WHERE events.position <= ${upTo} AND events.type <> 'campaign'`.execute(db);
-    collect(rows);
-  }
-  if (campaigns.length > 0) {
-    const { rows } = await sql<EventSqlRow>`
-      SELECT ${EVENT_COLUMNS} FROM events
-      JOIN json_to_recordset(${JSON.stringify(campaigns)}) AS k(a bigint, c bigint) ON events.api_key_id = k.a AND events.campaign_id = k.c
-      WHERE events.position <= ${upTo} AND events.type = 'campaign'`.execute(db);
-    collect(rows);
-  }
-  for (const list of groups.values()) list.sort(byTimeThenId);
-  return groups;
 }
 
 export function byTimeThenId(a: LogEvent, b: LogEvent): number {

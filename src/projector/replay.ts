@@ -10,7 +10,7 @@ import { computeBatch, type Cursor, groupOf } from './batch.js';
 import { Contribution } from './contribution.js';
 import { byTimeThenId, type GroupKey, groupKeyOf, groupKeyString, partitionFilter, readEventRange } from './read-groups.js';
 import { createIndexStatements, createTableStatements, execAll, SHADOW, swapStatements } from './tables.js';
-import { writeDelta } from './write-delta.js';
+import { writeDeltas } from './write-delta.js';
 
 export type ReplayPhase = 'read' | 'fold' | 'write' | 'index' | 'catch-up' | 'swap';
 
@@ -262,11 +262,9 @@ async function catchUp(db: Db, projections: readonly Projection[], from: bigint,
     const head = await logHead(db.kysely);
     if (head - position <= options.catchUpBatch) return position;
     const cursors: Cursor[] = projections.map((projection) => ({ projection, position }));
-    const batch = await computeBatch(db.kysely, cursors, options.catchUpBatch);
+    const batch = await computeBatch(db, cursors, options.catchUpBatch);
     if (batch === null) return position;
-    await db.kysely.transaction().execute(async (trx) => {
-      for (const delta of batch.deltas.values()) await writeDelta(trx, delta, SHADOW);
-    });
+    await writeDeltas(db, [...batch.deltas.values()], SHADOW);
     position = batch.to;
     progress({ phase: 'catch-up', done: Number(position), total: Number(head) });
   }

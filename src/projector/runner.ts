@@ -3,12 +3,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Projection } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
 import { describeError, isTransientDbError } from '../db/errors.js';
-import { advanceCheckpoints, ensureCheckpoints } from '../log/checkpoints.js';
+import { ensureCheckpoints } from '../log/checkpoints.js';
 import { releaseLease, tryAcquireLease } from '../log/leases.js';
 import type { Logger } from '../logger.js';
 import { computeBatch, type Cursor } from './batch.js';
 import { Wakeup } from './wakeup.js';
-import { writeDelta } from './write-delta.js';
+import { writeDeltas } from './write-delta.js';
 
 export interface ProjectorOptions {
   /** Events per batch. */
@@ -35,8 +35,9 @@ class CheckpointMoved extends Error {
 
 /**
  * Keeps read models up to date: for the projections whose lease it holds, reads a batch after
- * their checkpoints, folds it, and writes every delta and every checkpoint in one transaction.
- * Wakes on the log's NOTIFY, falls back to polling; transient database errors back off and retry.
+ * their checkpoints, folds it, and writes every delta and every checkpoint in one transaction
+ * (one statement), batch after batch while there is more. Wakes on the log's NOTIFY, falls back
+ * to polling; transient database errors back off and retry.
  */
 export class Projector {
   readonly owner = `projector-${randomUUID()}`;
@@ -47,6 +48,8 @@ export class Projector {
   #loop: Promise<void> | null = null;
   #leaseTimer: NodeJS.Timeout | null = null;
   #renewing: Promise<void> = Promise.resolve();
+  /** Checkpoints as this runner last read or moved them (the write's compare-and-set catches anyone else moving one). */
+  readonly #positions = new Map<string, bigint>();
 
   constructor(
     private readonly db: Db,
@@ -82,12 +85,19 @@ export class Projector {
     let failures = 0;
     while (!this.#stopped) {
       try {
-        const worked = await this.step();
+        const worked = await this.#drain();
         failures = 0;
         if (!worked) await this.#wakeup.wait(this.options.pollMs);
       } catch (err) {
+        // Re-read where the checkpoints are.
+        this.#positions.clear();
         failures += 1;
         this.stats.errors += 1;
+        if (err instanceof CheckpointMoved && failures === 1) {
+          // Someone else moved it (a rebuild's swap, a runner that held the lease before): start over from there.
+          this.log.info({ err: describeError(err) }, 'projection checkpoint moved; continuing from it');
+          continue;
+        }
         const transient = err instanceof CheckpointMoved || isTransientDbError(err);
         const level = transient ? 'warn' : 'error';
         this.log[level]({ err: describeError(err) }, 'projection batch failed; retrying');
@@ -96,27 +106,32 @@ export class Projector {
     }
   }
 
-  /** One batch for the held projections. False when there was nothing to do. */
-  async step(): Promise<boolean> {
-    const held = this.projections.filter((p) => this.#held.has(p.name));
-    if (held.length === 0) return false;
-    const positions = new Map(
-      (await this.db.kysely.selectFrom('checkpoints').select(['name', 'position']).where('name', 'in', held.map((p) => p.name)).execute()).map((r) => [
-        r.name,
-        r.position,
-      ]),
-    );
-    const cursors: Cursor[] = held.map((projection) => ({ projection, position: positions.get(projection.name) ?? 0n }));
-    const batch = await computeBatch(this.db.kysely, cursors, this.options.batchSize);
-    if (batch === null) return false;
-    const moves = cursors.filter((c) => batch.deltas.has(c.projection.name)).map((c) => ({ name: c.projection.name, expected: c.position }));
-    await this.db.kysely.transaction().execute(async (trx) => {
-      for (const delta of batch.deltas.values()) await writeDelta(trx, delta);
-      if ((await advanceCheckpoints(trx, moves, batch.to)) !== moves.length) throw new CheckpointMoved(moves.map((m) => m.name).join(', '));
-    });
-    this.stats.batches += 1;
-    this.stats.events += batch.events;
-    return true;
+  /** Batches back to back until there is nothing left; false if there was nothing at all. */
+  async #drain(): Promise<boolean> {
+    let worked = false;
+    while (!this.#stopped) {
+      const held = this.projections.filter((p) => this.#held.has(p.name));
+      if (held.length === 0) break;
+      const cursors = await this.#cursors(held);
+      const batch = await computeBatch(this.db, cursors, this.options.batchSize);
+      if (batch === null) break;
+      const moves = cursors.filter((c) => batch.deltas.has(c.projection.name)).map((c) => ({ name: c.projection.name, expected: c.position }));
+      if (!(await writeDeltas(this.db, [...batch.deltas.values()], '', { moves, to: batch.to }))) throw new CheckpointMoved(moves.map((m) => m.name).join(', '));
+      for (const m of moves) this.#positions.set(m.name, batch.to);
+      this.stats.batches += 1;
+      this.stats.events += batch.events;
+      worked = true;
+    }
+    return worked;
+  }
+
+  /** Each held projection and its checkpoint: from the database when one is not known here yet. */
+  async #cursors(held: readonly Projection[]): Promise<Cursor[]> {
+    if (held.some((p) => !this.#positions.has(p.name))) {
+      const rows = await this.db.kysely.selectFrom('checkpoints').select(['name', 'position']).where('name', 'in', held.map((p) => p.name)).execute();
+      for (const r of rows) this.#positions.set(r.name, r.position);
+    }
+    return held.map((projection) => ({ projection, position: this.#positions.get(projection.name) ?? 0n }));
   }
 
   async #renewLeases(): Promise<void> {
@@ -126,6 +141,7 @@ export class Projector {
         const ok = await tryAcquireLease(this.db.kysely, leaseName(p.name), this.owner, this.options.leaseMs);
         if (ok && !this.#held.has(p.name)) {
           this.#held.add(p.name);
+          this.#positions.delete(p.name);
           this.log.info({ projection: p.name }, 'projection lease acquired');
           this.#wakeup.signal();
         } else if (!ok && this.#held.delete(p.name)) {

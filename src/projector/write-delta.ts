@@ -1,86 +1,211 @@
 import { type Kysely, sql } from 'kysely';
 import type { ColumnSpec, TableSpec, Value } from '../../projections/kit/types.js';
+import type { Db } from '../db/connect.js';
 import type { Database } from '../db/schema.js';
-import { type CounterEntry, type Delta, tableSpec } from './contribution.js';
+import type { Delta } from './contribution.js';
+import { arrayElement, arrayLiteral, unnestRows } from './sql-arrays.js';
 import { SQL_RECORD_TYPES } from './sql-types.js';
+import { run, type Statement, statement } from './statements.js';
 import { allColumns } from './tables.js';
 
+/** Checkpoints a write moves, each only from the position its batch started at. */
+export interface CheckpointMoves {
+  readonly moves: readonly { readonly name: string; readonly expected: bigint }[];
+  readonly to: bigint;
+}
+
 /**
- * Writes one projection's delta: counter rows upserted (`n = t.n + excluded.n`, GREATEST /
- * LEAST for one-way columns) and emptied rows deleted; a group's rows upserted, and those it no
- * longer has deleted.
- * Rows travel as one JSON parameter (see `records`), which both drivers handle.
+ * Writes deltas — counter rows upserted (`n = t.n + excluded.n`, GREATEST / LEAST for one-way
+ * columns) and those a retraction brings to zero deleted; a group's rows upserted, and those it
+ * no longer has deleted — and moves the checkpoints, all in ONE statement of data-modifying
+ * CTEs: one round trip, atomic on its own. The checkpoints are locked and compared first; if
+ * one is not where the batch expects (another runner moved it), nothing is written and the
+ * result is false.
+ *
+ * Rows travel as one array per column (see `sql-arrays.ts`), so the statement's text depends
+ * only on which tables get which kind of change: a handful of texts, each a prepared statement
+ * (see `statements.ts`). Tables come in registry order, as a rebuild's swap locks them.
  */
-export async function writeDelta(trx: Kysely<Database>, delta: Delta, suffix = ''): Promise<void> {
-  const p = delta.projection;
-  for (const [name, entries] of delta.counters) {
-    if (entries.size === 0) continue;
-    await upsertCounters(trx, tableSpec(p, name), [...entries.values()], suffix);
+export async function writeDeltas(db: Db, deltas: readonly Delta[], suffix = '', checkpoints: CheckpointMoves | null = null): Promise<boolean> {
+  const { statement: s, params } = writeQuery(deltas, suffix, checkpoints);
+  const rows = await run<{ ok: boolean }>(db, s, params);
+  return rows[0]?.ok === true;
+}
+
+/** One data-modifying CTE: deleting emptied counter rows, upserting counter rows, deleting rows, upserting rows. */
+interface Part {
+  readonly kind: 'empty' | 'add' | 'delete' | 'upsert';
+  readonly spec: TableSpec;
+  /** One array literal per column of `partColumns`. */
+  readonly arrays: readonly string[];
+}
+
+/** The statement and parameters of `writeDeltas`. */
+export function writeQuery(deltas: readonly Delta[], suffix: string, checkpoints: CheckpointMoves | null): { statement: Statement; params: string[] } {
+  const parts: Part[] = [];
+  for (const delta of deltas) {
+    for (const spec of delta.projection.tables) {
+      if (spec.kind === 'counters') {
+        const entries = delta.counters.get(spec.name);
+        if (entries === undefined || entries.size === 0) continue;
+        const empty = new ArrayLiterals(spec.keys, spec.sums);
+        const add = new ArrayLiterals(spec.keys, spec.sums, spec.maxes ?? [], spec.mins ?? []);
+        for (const e of entries.values()) {
+          // Only a retraction can empty a row.
+          if (e.sums.some((v) => v < 0)) empty.row(e.keys, e.sums);
+          add.row(e.keys, e.sums, e.maxes, e.mins);
+        }
+        if (empty.rows > 0) parts.push({ kind: 'empty', spec, arrays: empty.literals() });
+        parts.push({ kind: 'add', spec, arrays: add.literals() });
+      } else {
+        const deletes = delta.deletes.get(spec.name);
+        const upserts = delta.upserts.get(spec.name);
+        const gone = new ArrayLiterals(spec.keys);
+        // A key both deleted and upserted ends upserted: one statement must touch a row only once.
+        if (deletes !== undefined) for (const [key, keys] of deletes) if (upserts?.has(key) !== true) gone.row(keys);
+        if (gone.rows > 0) parts.push({ kind: 'delete', spec, arrays: gone.literals() });
+        if (upserts === undefined || upserts.size === 0) continue;
+        const rows = new ArrayLiterals(spec.keys, spec.kind === 'rows' ? spec.columns : []);
+        for (const r of upserts.values()) rows.row(r.keys, r.columns);
+        parts.push({ kind: 'upsert', spec, arrays: rows.literals() });
+      }
+    }
   }
-  for (const [name, deletes] of delta.deletes) {
-    if (deletes.size === 0) continue;
-    const spec = tableSpec(p, name);
-    const table = spec.name + suffix;
-    const match = spec.keys.map((k) => `t.${k.name} = d.${k.name}`).join(' AND ');
-    await sql`DELETE FROM ${sql.raw(table)} AS t USING ${records(spec.keys, [...deletes.values()])} WHERE ${sql.raw(match)}`.execute(trx);
+  const moves = checkpoints?.moves ?? [];
+  const params: string[] = [];
+  if (moves.length > 0) {
+    params.push(arrayLiteral('text', moves.map((m) => m.name)), arrayLiteral('bigint', moves.map((m) => String(m.expected))), String(checkpoints?.to ?? 0n));
   }
-  for (const [name, upserts] of delta.upserts) {
-    if (upserts.size === 0) continue;
-    const spec = tableSpec(p, name);
-    await insertRows(trx, spec, [...upserts.values()].map((r) => [...r.keys, ...r.columns]), suffix, true);
+  for (const part of parts) params.push(...part.arrays);
+  return { statement: writeStatement(parts, suffix, moves.length), params };
+}
+
+/** Array literals built a row at a time (see `sql-arrays.ts`). */
+class ArrayLiterals {
+  rows = 0;
+  readonly #types: readonly ColumnSpec['type'][];
+  readonly #out: string[];
+  readonly #widths: readonly [number, number, number, number];
+
+  /** `runs`: the columns of each run of values a row is given in. */
+  constructor(...runs: (readonly ColumnSpec[])[]) {
+    const columns = runs.flat();
+    this.#types = columns.map((c) => c.type);
+    this.#out = columns.map(() => '');
+    this.#widths = [runs[0]?.length ?? 0, runs[1]?.length ?? 0, runs[2]?.length ?? 0, runs[3]?.length ?? 0];
+  }
+
+  /** A row from consecutive runs of values, each padded with nulls (or cut) to its column count. */
+  row(a: readonly Value[], b: readonly Value[] = NO_VALUES, c: readonly Value[] = NO_VALUES, d: readonly Value[] = NO_VALUES): void {
+    const sep = this.rows++ === 0 ? '' : ',';
+    const [wa, wb, wc, wd] = this.#widths;
+    let i = 0;
+    for (let k = 0; k < wa; k++) this.#add(i++, sep, a[k] ?? null);
+    for (let k = 0; k < wb; k++) this.#add(i++, sep, b[k] ?? null);
+    for (let k = 0; k < wc; k++) this.#add(i++, sep, c[k] ?? null);
+    for (let k = 0; k < wd; k++) this.#add(i++, sep, d[k] ?? null);
+  }
+
+  #add(i: number, sep: string, v: Value): void {
+    this.#out[i] += sep + arrayElement(this.#types[i] ?? 'text', v);
+  }
+
+  literals(): string[] {
+    return this.#out.map((s) => `{${s}}`);
   }
 }
 
-async function upsertCounters(trx: Kysely<Database>, spec: TableSpec, entries: CounterEntry[], suffix: string): Promise<void> {
-  if (spec.kind !== 'counters') throw new Error(`${spec.name} is not a counter table`);
-  const table = spec.name + suffix;
-  const maxes = spec.maxes ?? [];
-  const mins = spec.mins ?? [];
-  const columns = [...spec.keys, ...spec.sums, ...maxes, ...mins];
-  const values = entries.map((e) => [...e.keys, ...e.sums, ...padded(e.maxes, maxes.length), ...padded(e.mins, mins.length)]);
-  // Rows travel as JSON arrays; see `records`.
-  const names = columns.map((c) => c.name).join(', ');
-  const updates = [
-    ...spec.sums.map((c) => `${c.name} = t.${c.name} + excluded.${c.name}`),
-    ...maxes.map((c) => `${c.name} = GREATEST(t.${c.name}, excluded.${c.name})`),
-    ...mins.map((c) => `${c.name} = LEAST(t.${c.name}, excluded.${c.name})`),
-  ].join(', ');
-  await sql`
-    INSERT INTO ${sql.raw(table)} AS t (${sql.raw(names)})
-    SELECT ${sql.raw(names)} FROM ${records(columns, values)}
-    ON CONFLICT (${sql.raw(spec.keys.map((k) => k.name).join(', '))}) DO UPDATE SET ${sql.raw(updates)}`.execute(trx);
+const NO_VALUES: readonly Value[] = [];
 
-  // Only a retraction can empty a row.
-  const shrinking = entries.filter((e) => e.sums.some((v) => v < 0)).map((e) => [...e.keys]);
-  if (shrinking.length === 0) return;
-  const match = spec.keys.map((k) => `t.${k.name} = d.${k.name}`).join(' AND ');
-  const empty = spec.sums.map((c) => `t.${c.name} = 0`).join(' AND ');
-  await sql`DELETE FROM ${sql.raw(table)} AS t USING ${records(spec.keys, shrinking)} WHERE ${sql.raw(match)} AND ${sql.raw(empty)}`.execute(trx);
+function partColumns(part: Pick<Part, 'kind' | 'spec'>): readonly ColumnSpec[] {
+  const spec = part.spec;
+  switch (part.kind) {
+    case 'empty':
+      return spec.kind === 'counters' ? [...spec.keys, ...spec.sums] : [];
+    case 'delete':
+      return spec.keys;
+    default:
+      return allColumns(spec);
+  }
+}
+
+const statements = new Map<string, Statement>();
+
+/** The statement text for these parts (cached: few combinations occur). */
+function writeStatement(parts: readonly Part[], suffix: string, moves: number): Statement {
+  const id = `${suffix}|${moves}|${parts.map((p) => `${p.spec.name}:${p.kind}`).join(',')}`;
+  let s = statements.get(id);
+  if (s === undefined) {
+    s = statement(writeText(parts, suffix, moves));
+    statements.set(id, s);
+  }
+  return s;
+}
+
+function writeText(parts: readonly Pick<Part, 'kind' | 'spec'>[], suffix: string, moves: number): string {
+  let n = 0;
+  const param = (type: string) => `$${++n}::text::${type}[]`;
+  const ok = moves > 0 ? '(SELECT ok FROM ok)' : 'true';
+  const ctes: string[] = [];
+  if (moves > 0) {
+    const names = param('text');
+    const expected = param('bigint');
+    const to = `$${++n}::text::bigint`;
+    ctes.push(
+      `cp AS (SELECT c.name FROM checkpoints c JOIN unnest(${names}, ${expected}) AS m(name, expected) ON c.name = m.name AND c.position = m.expected FOR UPDATE OF c)`,
+      `ok AS (SELECT count(*) = ${moves} AS ok FROM cp)`,
+      `moved AS (UPDATE checkpoints c SET position = ${to}, updated_at = now() FROM cp WHERE c.name = cp.name AND ${ok})`,
+    );
+  }
+  const unnest = (columns: readonly ColumnSpec[], alias: string) =>
+    `unnest(${columns.map((c) => param(SQL_RECORD_TYPES[c.type])).join(', ')}) AS ${alias}(${columns.map((c) => c.name).join(', ')})`;
+  const match = (keys: readonly ColumnSpec[], a: string, b: string) => keys.map((k) => `${a}.${k.name} = ${b}.${k.name}`).join(' AND ');
+  parts.forEach((part, i) => {
+    const spec = part.spec;
+    const table = spec.name + suffix;
+    const keyNames = spec.keys.map((k) => k.name).join(', ');
+    const columns = partColumns(part);
+    const names = columns.map((c) => c.name).join(', ');
+    switch (part.kind) {
+      case 'empty': {
+        // The rows a retraction empties are deleted, and the upsert (next) leaves them alone.
+        const zero = spec.kind === 'counters' ? spec.sums.map((c) => `t.${c.name} + s.${c.name} = 0`).join(' AND ') : 'false';
+        ctes.push(
+          `p${i} AS (DELETE FROM ${table} AS t USING ${unnest(columns, 's')} WHERE ${match(spec.keys, 't', 's')} AND ${zero} AND ${ok} RETURNING ${spec.keys.map((k) => `t.${k.name}`).join(', ')})`,
+        );
+        break;
+      }
+      case 'add': {
+        if (spec.kind !== 'counters') throw new Error(`${spec.name} is not a counter table`);
+        const updates = [
+          ...spec.sums.map((c) => `${c.name} = t.${c.name} + excluded.${c.name}`),
+          ...(spec.maxes ?? []).map((c) => `${c.name} = GREATEST(t.${c.name}, excluded.${c.name})`),
+          ...(spec.mins ?? []).map((c) => `${c.name} = LEAST(t.${c.name}, excluded.${c.name})`),
+        ].join(', ');
+        const emptied = parts[i - 1]?.kind === 'empty' && parts[i - 1]?.spec === spec ? ` AND NOT EXISTS (SELECT 1 FROM p${i - 1} x WHERE ${match(spec.keys, 'x', 'd')})` : '';
+        ctes.push(`p${i} AS (INSERT INTO ${table} AS t (${names}) SELECT ${names} FROM ${unnest(columns, 'd')} WHERE ${ok}${emptied} ON CONFLICT (${keyNames}) DO UPDATE SET ${updates})`);
+        break;
+      }
+      case 'delete':
+        ctes.push(`p${i} AS (DELETE FROM ${table} AS t USING ${unnest(columns, 'd')} WHERE ${match(spec.keys, 't', 'd')} AND ${ok})`);
+        break;
+      case 'upsert': {
+        const updates = spec.kind === 'rows' ? spec.columns.map((c) => `${c.name} = excluded.${c.name}`).join(', ') : '';
+        ctes.push(`p${i} AS (INSERT INTO ${table} (${names}) SELECT ${names} FROM ${unnest(columns, 'd')} WHERE ${ok} ON CONFLICT (${keyNames}) DO ${updates.length > 0 ? `UPDATE SET ${updates}` : 'NOTHING'})`);
+        break;
+      }
+    }
+  });
+  if (ctes.length === 0) return 'SELECT true AS ok';
+  return `WITH ${ctes.join(',\n')}\nSELECT ${ok} AS ok`;
 }
 
 /** Inserts rows; with `replace`, a row whose key is already there takes the new values. */
-export async function insertRows(trx: Kysely<Database>, spec: TableSpec, rows: readonly (readonly Value[])[], suffix = '', replace = false): Promise<void> {
-  const table = spec.name + suffix;
+export async function insertRows(db: Kysely<Database>, spec: TableSpec, rows: readonly (readonly Value[])[], suffix = '', replace = false): Promise<void> {
   const columns = allColumns(spec);
-  const names = columns.map((c) => c.name).join(', ');
+  const names = sql.raw(columns.map((c) => c.name).join(', '));
   const keys = new Set(spec.keys.map((k) => k.name));
   const updates = columns.filter((c) => !keys.has(c.name)).map((c) => `${c.name} = excluded.${c.name}`);
-  const onConflict = replace && updates.length > 0 ? `ON CONFLICT (${[...keys].join(', ')}) DO UPDATE SET ${updates.join(', ')}` : '';
-  await sql`
-    INSERT INTO ${sql.raw(table)} (${sql.raw(names)})
-    SELECT ${sql.raw(names)} FROM ${records(columns, rows)} ${sql.raw(onConflict)}`.execute(trx);
-}
-
-function padded(values: readonly Value[], n: number): Value[] {
-  return Array.from({ length: n }, (_, i) => values[i] ?? null);
-}
-
-/**
- * Rows as one JSON parameter — an array of arrays, ids as strings — unpacked by Postgres into
- * typed columns named after `columns`: `(SELECT (r->>0)::bigint AS api_key_id, … FROM
- * json_array_elements($1) r) AS d`.
- */
-function records(columns: readonly ColumnSpec[], rows: readonly (readonly Value[])[]) {
-  const select = columns.map((c, i) => `(r->>${i})::${SQL_RECORD_TYPES[c.type]} AS ${c.name}`).join(', ');
-  return sql`(SELECT ${sql.raw(select)} FROM json_array_elements(${JSON.stringify(rows)}::json) AS r) AS d`;
+  const onConflict = sql.raw(replace && updates.length > 0 ? `ON CONFLICT (${[...keys].join(', ')}) DO UPDATE SET ${updates.join(', ')}` : '');
+  await sql`INSERT INTO ${sql.raw(spec.name + suffix)} (${names}) SELECT ${names} FROM ${unnestRows(columns, rows)} ${onConflict}`.execute(db);
 }

@@ -1,0 +1,105 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { API_KEY, bigints, col } from '../../projections/kit/columns.js';
+import type { Projection } from '../../projections/kit/types.js';
+import type { Db } from '../../src/db/connect.js';
+import { ensureCheckpoints } from '../../src/log/checkpoints.js';
+import { Delta } from '../../src/projector/contribution.js';
+import { arrayLiteral } from '../../src/projector/sql-arrays.js';
+import { run, statement } from '../../src/projector/statements.js';
+import { ensureProjectionTables } from '../../src/projector/tables.js';
+import { writeDeltas } from '../../src/projector/write-delta.js';
+import { DIALECTS, openMigratedDb } from '../support/databases.js';
+import { tableRows } from '../support/projections.js';
+
+/** A counter table and a row table, written the way the projector writes a batch. */
+const probe: Projection = {
+  name: 'probe-writes',
+  version: 1,
+  groups: ['message'],
+  tables: [
+    { kind: 'counters', name: 'probe_counts', keys: [API_KEY, col('label', 'text')], sums: bigints('n', 'm'), maxes: [col('top', 'bigint', true)] },
+    { kind: 'rows', name: 'probe_rows', keys: [API_KEY, col('message_id', 'numeric')], columns: [col('note', 'text', true), col('flag', 'boolean')] },
+  ],
+  project: () => {},
+};
+
+function delta(counters: [string, number[], (number | null)[]][], upserts: [string, string | null, boolean][] = [], deletes: string[] = []): Delta {
+  const d = new Delta(probe);
+  const c = d.counters.get('probe_counts');
+  for (const [label, sums, maxes] of counters) c?.set(`1:${label}`, { keys: ['1', label], sums, maxes, mins: [] });
+  const u = d.upserts.get('probe_rows');
+  for (const [id, note, flag] of upserts) u?.set(`1:${id}`, { keys: ['1', id], columns: [note, flag] });
+  const x = d.deletes.get('probe_rows');
+  for (const id of deletes) x?.set(`1:${id}`, ['1', id]);
+  return d;
+}
+
+describe.each(DIALECTS)('projector writes on %s', (dialect) => {
+  let db: Db;
+  let cleanup: () => Promise<void>;
+
+  beforeAll(async () => {
+    ({ db, cleanup } = await openMigratedDb(dialect));
+    await ensureProjectionTables(db.kysely, [probe]);
+    await ensureCheckpoints(db.kysely, [probe.name]);
+  });
+  afterAll(async () => {
+    await cleanup();
+  });
+
+  it('passes values through array parameters unchanged', async () => {
+    const texts = ['', 'NULL', 'a,b', '{x}', 'say "hi"', 'back\\slash', 'tab\tand\nnewline', 'ünïcødé ✉', ' padded '];
+    const echo = statement('SELECT unnest($1::text::text[]) AS t, unnest($2::text::numeric(20,0)[])::text AS n, unnest($3::text::boolean[]) AS b');
+    const numbers = ['18446744073709551615', '0', null, '9007199254740993', '1', '2', '3', '4', '5'];
+    const flags = [true, false, null, true, false, true, false, true, false];
+    const rows = await run<{ t: string | null; n: string | null; b: boolean | null }>(db, echo, [
+      arrayLiteral('text', [...texts.slice(0, 8), null]),
+      arrayLiteral('numeric', numbers),
+      arrayLiteral('boolean', flags),
+    ]);
+    expect(rows.map((r) => r.t)).toEqual([...texts.slice(0, 8), null]);
+    expect(rows.map((r) => r.n)).toEqual(numbers);
+    expect(rows.map((r) => r.b)).toEqual(flags);
+    expect(() => arrayLiteral('bigint', ['1; DROP TABLE events'])).toThrow(/not an integer/);
+  });
+
+  it('writes a batch and moves its checkpoint in one statement, or nothing when the checkpoint moved', async () => {
+    const moved = await writeDeltas(db, [delta([['a', [2, 1], [5]]], [['100', 'first', true]])], '', { moves: [{ name: probe.name, expected: 0n }], to: 10n });
+    expect(moved).toBe(true);
+    // A second runner's batch, computed from position 0 too, must not apply.
+    const late = await writeDeltas(db, [delta([['a', [7, 7], [9]]], [['101', 'late', false]])], '', { moves: [{ name: probe.name, expected: 0n }], to: 12n });
+    expect(late).toBe(false);
+    expect(await tableRows(db, 'probe_counts')).toEqual([{ api_key_id: '1', label: 'a', n: '2', m: '1', top: '5' }]);
+    expect(await tableRows(db, 'probe_rows')).toEqual([{ api_key_id: '1', message_id: '100', note: 'first', flag: true }]);
+    const cp = await db.kysely.selectFrom('checkpoints').select('position').where('name', '=', probe.name).executeTakeFirstOrThrow();
+    expect(cp.position).toBe(10n);
+  });
+
+  it('adds to counters, deletes the rows a retraction empties, replaces and deletes rows', async () => {
+    await sql`UPDATE checkpoints SET position = 20 WHERE name = ${probe.name}`.execute(db.kysely);
+    await writeDeltas(db, [delta([['b', [1, 0], [3]]], [['102', null, false]])], '', { moves: [{ name: probe.name, expected: 20n }], to: 21n });
+    const ok = await writeDeltas(
+      db,
+      [
+        delta(
+          [
+            ['a', [-2, -1], [4]], // back to zero: gone
+            ['b', [2, -0], [2]], // adds; the max stays 3
+            ['c', [0, 1], [null]],
+          ],
+          [['100', 'second', false]],
+          ['102'],
+        ),
+      ],
+      '',
+      { moves: [{ name: probe.name, expected: 21n }], to: 22n },
+    );
+    expect(ok).toBe(true);
+    expect(await tableRows(db, 'probe_counts')).toEqual([
+      { api_key_id: '1', label: 'b', n: '3', m: '0', top: '3' },
+      { api_key_id: '1', label: 'c', n: '0', m: '1', top: null },
+    ]);
+    expect(await tableRows(db, 'probe_rows')).toEqual([{ api_key_id: '1', message_id: '100', note: 'second', flag: false }]);
+  });
+});
