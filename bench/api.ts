@@ -13,6 +13,7 @@ import { ensureProjectionTables } from '../src/projector/tables.js';
 import { median, RESULTS_DIR, sourceVersion } from './ingest/report.js';
 import { loadLog } from './replay/load-log.js';
 import type { BenchOptions } from './support/options.js';
+import { startResult } from './support/result.js';
 import { createScratchDatabase, serverFacts } from './support/scratch.js';
 
 /**
@@ -35,6 +36,7 @@ interface QueryResult { name: string; path: string; full: Figures; moderate: Fig
 
 export async function runApiBench(opts: BenchOptions): Promise<void> {
   const count = opts.events ?? 1_000_000;
+  const result = startResult('api');
   const scratch = await createScratchDatabase('mt_bench_api');
   const db = await connectDb({ kind: 'postgres', url: scratch.url, poolSize: 4 }, { application: 'mailtally:bench' });
   let child: ChildProcess | null = null;
@@ -107,6 +109,21 @@ export async function runApiBench(opts: BenchOptions): Promise<void> {
     mkdirSync(RESULTS_DIR, { recursive: true });
     writeFileSync(file, `${JSON.stringify({ benchmark: 'api', events: stored, runs: opts.runs, summary, source: sourceVersion(), server: await serverFacts(), perRun: results }, null, 2)}\n`);
     console.log(`results: ${file}`);
+    result.write(
+      { events: stored, runs: opts.runs, connections: 32, seconds: FULL_LOAD_SECONDS },
+      MODES.flatMap((mode) =>
+        queries.slice(1).map(([name], i) => {
+          const s = summary[mode]?.[i + 1];
+          return {
+            name: `${name} (${mode})`,
+            unit: 'req/s',
+            perRun: results[mode].map((run) => run[i + 1]?.full.rps ?? NaN),
+            baseline: { name: 'GET /healthz, same server', perRun: results[mode].map((run) => run[0]?.full.rps ?? NaN) },
+            note: s !== undefined ? `p50 ${s.p50Ms} / p99 ${s.p99Ms} ms at full load; ${s.errors} errors` : '',
+          };
+        }),
+      ),
+    );
   } finally {
     if (child !== null) await stop(child);
     await db.close();

@@ -16,6 +16,7 @@ import { type ProfileSummary, formatProfileSummary, summarizeCpuProfile } from '
 import { DEFAULT_TENANTS, generateEvents } from './support/generate.js';
 import type { BenchOptions } from './support/options.js';
 import { withMachineLoad } from './support/proc.js';
+import { startResult } from './support/result.js';
 import { type BenchStream, NATS_URL, type ScratchDatabase, createBenchStream, createScratchDatabase, randomSuffix, serverFacts } from './support/scratch.js';
 
 /**
@@ -118,6 +119,7 @@ export async function runIngestBench(opts: BenchOptions): Promise<void> {
   // BENCH_DUPLICATES=near: duplicates close behind their originals (see generate.ts).
   const duplicates = process.env['BENCH_DUPLICATES'] === 'near' ? 'near' : 'far';
   const startedAt = new Date();
+  const result = startResult('ingest');
   const source = sourceVersion();
   const cleanup = new Cleanup();
   const offSignals = cleanup.onSignals();
@@ -170,6 +172,10 @@ export async function runIngestBench(opts: BenchOptions): Promise<void> {
     console.log(`decodeEventText alone (bench process, one thread): ${perSec(events, input.decodeMs)}`);
     if (profile !== null) console.log(`\n${formatProfileSummary(profile)}`);
     console.log(`\nresults: ${path}`);
+    result.write({ events, distinct: input.rows, runs: opts.runs, duplicatePlacement: duplicates }, [
+      { name: 'ingest (one worker), stored rows/s', unit: 'rows/s', perRun: r.ingestRowsPerSec, baseline: { name: 'raw COPY of the same rows', perRun: r.rawCopyRowsPerSec } },
+      { name: 'ingest (one worker), events/s incl. duplicates', unit: 'events/s', perRun: r.ingestEventsPerSec, baseline: { name: 'NATS consume + ack only', perRun: r.natsOnlyMsgsPerSec } },
+    ], [`ingest peak RSS ${Math.round(Math.max(...runs.map((x) => x.ingest.peakRssKb ?? 0)) / 1024)} MiB; ${runs.reduce((n, x) => n + x.ingest.mismatches, 0)} mismatches vs COPY`]);
   } catch (err) {
     if (!cleanup.interrupted) throw err;
   } finally {

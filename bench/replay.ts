@@ -8,6 +8,7 @@ import { ensureProjectionTables } from '../src/projector/tables.js';
 import { median, RESULTS_DIR, sourceVersion } from './ingest/report.js';
 import { loadLog } from './replay/load-log.js';
 import type { BenchOptions } from './support/options.js';
+import { startResult } from './support/result.js';
 import { createScratchDatabase, serverFacts } from './support/scratch.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,6 +23,7 @@ import { join } from 'node:path';
  */
 export async function runReplayBench(opts: BenchOptions): Promise<void> {
   const count = opts.events ?? 2_000_000;
+  const result = startResult('replay');
   const scratch = await createScratchDatabase('mt_bench_replay');
   const db = await connectDb({ kind: 'postgres', url: scratch.url, poolSize: 4 }, { application: 'mailtally:bench' });
   const onSignal = () => void db.close().then(() => scratch.drop()).finally(() => process.exit(130));
@@ -68,6 +70,11 @@ export async function runReplayBench(opts: BenchOptions): Promise<void> {
     const file = join(RESULTS_DIR, `replay-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
     writeFileSync(file, `${JSON.stringify(summary, null, 2)}\n`);
     console.log(`results: ${file}`);
+    const replayRates = runs.map((r) => rate(stored, r.replayMs));
+    result.write({ events: stored, generated: count, runs: runs.length }, [
+      { name: `replay: all ${PROJECTIONS.length} read models rebuilt`, unit: 'events/s', perRun: replayRates, baseline: { name: 'read + aggregate, no writes', perRun: runs.map((r) => rate(stored, r.readAggregateMs)) } },
+      { name: `replay: all ${PROJECTIONS.length} read models rebuilt`, unit: 'events/s', perRun: replayRates, baseline: { name: 'one SQL GROUP BY over the log', perRun: runs.map((r) => rate(stored, r.groupByMs)) } },
+    ], [`replay peak RSS ${summary.replayPeakRssMb} MiB, ${summary.rowsWritten} read-model rows written`]);
   } finally {
     process.off('SIGINT', onSignal);
     await db.close();

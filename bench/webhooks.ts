@@ -8,6 +8,7 @@ import { median, RESULTS_DIR, sourceVersion } from './ingest/report.js';
 import { Cleanup } from './support/cleanup.js';
 import type { BenchOptions } from './support/options.js';
 import { cpuMs, type MachineLoad, machineLoad, sampleMachine } from './support/proc.js';
+import { startResult } from './support/result.js';
 import { createScratchDatabase, serverFacts } from './support/scratch.js';
 import { createUrls, loadEvents, rawEvent, rows, TYPES } from './webhooks/load.js';
 import { Receiver, startDispatcher, stopProcess } from './webhooks/processes.js';
@@ -34,6 +35,7 @@ const LATENCY_SECONDS = 8;
 
 export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
   const count = opts.events ?? 20_000;
+  const result = startResult('webhooks');
   const cleanup = new Cleanup();
   const offSignals = cleanup.onSignals();
   try {
@@ -84,6 +86,19 @@ export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
     const file = join(RESULTS_DIR, `webhooks-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
     writeFileSync(file, `${JSON.stringify(summary, null, 2)}\n`);
     console.log(`results: ${file}`);
+    const raw = { name: 'bare undici POST loop, same receiver', perRun: runs.map((r) => r.rawRate) };
+    result.write({ events: count, runs: runs.length, latencyRate: summary.latencyRate }, [
+      { name: 'Version 1: deliveries/s (8 tenants × 7 URLs)', unit: 'deliveries/s', perRun: runs.map((r) => r.v1.perSec), baseline: raw },
+      { name: 'Version 2: events/s (grouped, ≤100 per request)', unit: 'events/s', perRun: runs.map((r) => r.v2.perSec), baseline: raw, note: `${summary.v2Requests} requests` },
+      {
+        name: `commit → arrival p99 at ${summary.latencyRate}/s, one tenant's endpoints slow`,
+        unit: 'ms',
+        better: 'lower',
+        perRun: runs.map((r) => r.slow.p99),
+        baseline: { name: 'same, no slow endpoint', perRun: runs.map((r) => r.calm.p99) },
+        note: `p50 ${summary.latencyP50Ms} ms without the slow endpoint`,
+      },
+    ]);
   } finally {
     offSignals();
     await cleanup.runAll();

@@ -1,0 +1,151 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { connect } from '@nats-io/transport-node';
+import { RESULTS_DIR } from './ingest/report.js';
+import type { BenchResult, Figure } from './support/result.js';
+import { NATS_URL, serverFacts } from './support/scratch.js';
+
+/**
+ * `npm run bench -- report`: renders BENCHMARKS.md from the latest `bench/results/<bench>.json`
+ * of each benchmark (written by the benchmarks themselves), with the machine and versions.
+ */
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+export const REPORT_PATH = `${ROOT}BENCHMARKS.md`;
+
+/** Each benchmark in report order, with its default size (what the issues ask for). */
+const BENCHES: { name: string; title: string; defaults: string; isDefault: (p: Record<string, unknown>) => boolean }[] = [
+  { name: 'ingest', title: 'Ingest: NATS backlog → log', defaults: '1M events', isDefault: (p) => Number(p['events']) >= 1_000_000 },
+  { name: 'replay', title: 'Replay: rebuild every read model', defaults: '2M events generated', isDefault: (p) => Number(p['generated']) >= 2_000_000 },
+  { name: 'freshness', title: 'Freshness: publish → visible', defaults: '1k, 5k, 20k events/s, 15 s each', isDefault: (p) => String(p['rates']) === '1000,5000,20000' && Number(p['seconds']) >= 15 },
+  { name: 'api', title: 'Read API', defaults: '1M events', isDefault: (p) => Number(p['events']) >= 900_000 },
+  { name: 'webhooks', title: 'Webhooks', defaults: '20k events', isDefault: (p) => Number(p['events']) >= 20_000 },
+  { name: 'peer', title: 'Peer comparison: emmett (PostgreSQL)', defaults: '50k events generated', isDefault: (p) => Number(p['generated']) >= 50_000 },
+];
+
+const PACKAGES = ['pg', 'kysely', 'fastify', '@nats-io/jetstream', '@nats-io/transport-node', 'undici', 'autocannon', 'tsx', 'typescript', '@event-driven-io/emmett-postgresql', '@event-driven-io/emmett'];
+
+const PEER_DIFFERENCES = `What differs between the two sides:
+- Append. mailtally writes the log as ingest does: batches of 20,000 rows, one COPY each, after
+  checking each row's (tenant, EventID) against the log (duplicates dropped), into a table with
+  26 typed columns and its indexes. emmett has no multi-stream batch append: each
+  \`appendToStream\` call writes one stream (here one message, all its events at once, its best
+  case) in its own transaction through a stored procedure that checks and bumps the stream's
+  version; several calls run at once. emmett stores each event's columns as a JSONB document
+  (the raw payload as a string inside it) and does no duplicate check (it was given the
+  distinct events only).
+- Rebuild. mailtally's replay of \`campaign-overview\` reads every event in position order,
+  groups them by message and campaign, folds them in memory (eight distinct-message counters
+  and the first message time per campaign, plus the campaigns' metadata rows) and writes
+  shadow tables by COPY, indexes them and swaps them in: more output than emmett's side.
+  emmett's \`rebuildPostgreSQLProjections\` pulls batches of events from its message table
+  and hands them to the projection one event at a time, storing the checkpoint after each;
+  its projection here keeps four distinct-message counters (sent, open, click, bounce) per
+  campaign with a \`seen\` table, one upsert statement per event, less output than
+  mailtally's. Both rebuilds must agree on those four counts (checked every run).`;
+
+function loadResult(name: string): BenchResult | null {
+  const path = `${RESULTS_DIR}${name}.json`;
+  return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as BenchResult) : null;
+}
+
+function packageVersion(name: string): string {
+  try {
+    return (JSON.parse(readFileSync(`${ROOT}node_modules/${name}/package.json`, 'utf8')) as { version: string }).version;
+  } catch {
+    return '?';
+  }
+}
+
+async function natsVersion(): Promise<string> {
+  try {
+    const nc = await connect({ servers: NATS_URL, timeout: 3000 });
+    const version = nc.info?.version ?? '?';
+    await nc.close();
+    return version;
+  } catch {
+    return 'unreachable';
+  }
+}
+
+function num(x: number | null | undefined, unit: string): string {
+  if (x === null || x === undefined || !Number.isFinite(x)) return '–';
+  if (unit === 'ms') return x >= 1000 ? `${(x / 1000).toFixed(1)} s` : `${x.toFixed(x < 10 ? 1 : 0)} ms`;
+  return x >= 10_000 ? `${(x / 1000).toFixed(1)}k` : x.toFixed(0);
+}
+
+const perRun = (f: Figure, xs: number[]) => xs.map((x) => num(x, f.unit)).join(' · ');
+const loadText = (r: BenchResult) => `${r.load.start[0]?.toFixed(2)} → ${r.load.end[0]?.toFixed(2)} (busy ${Math.round(r.load.busy * 100)}%)`;
+
+function figureRows(r: BenchResult): string[] {
+  return r.figures.map((f) => {
+    const unit = f.unit === 'ms' ? '' : ` ${f.unit}`;
+    const ratio = f.ratio !== null ? f.ratio.toFixed(2) : '–';
+    const baseline = f.baseline !== null ? `${f.baseline.name}: ${num(f.baseline.value, f.unit)}${unit}` : '–';
+    const runs = `${perRun(f, f.perRun)}${f.baseline !== null ? ` (baseline ${perRun(f, f.baseline.perRun)})` : ''}`;
+    return `| ${f.name} | ${num(f.value, f.unit)}${unit} | ${baseline} | ${ratio}${f.better === 'lower' ? ' ↓' : ''} | ${runs} | ${loadText(r)} | ${f.note ?? ''} |`;
+  });
+}
+
+export async function renderReport(): Promise<string> {
+  const results = BENCHES.map((b) => ({ ...b, result: loadResult(b.name) }));
+  const present = results.filter((b) => b.result !== null);
+  const first = present.map((b) => b.result as BenchResult).sort((a, b) => a.startedAt.localeCompare(b.startedAt))[0];
+  const server = await serverFacts().catch(() => ({}) as Record<string, string>);
+  const cpu = cpus();
+  const sources = [...new Set(present.map((b) => `${b.result?.source.commit}${(b.result?.source.uncommitted.length ?? 0) > 0 ? ` + uncommitted changes to ${b.result?.source.uncommitted.map((l) => l.slice(3)).join(', ')}` : ''}`))];
+  const lines: string[] = [
+    '# Benchmarks',
+    '',
+    `Generated ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`npm run bench\` (\`bench/report.ts\`, from \`bench/results/<bench>.json\`).`,
+    'Every figure stands beside a baseline measured in the same run on the same machine; the ratio',
+    '(figure ÷ baseline, median of the per-run ratios) is the number to compare across machines and',
+    'days. Values are medians of the runs listed. The machine is shared: "load" is the 1-minute load',
+    'average at the start → end of that benchmark, and how busy all cores were in between, anyone\'s',
+    'work included. ↓: lower is better.',
+    '',
+    '## Machine',
+    '',
+    `- CPU: ${cpu[0]?.model ?? '?'}, ${cpu.length} cores`,
+    `- Memory: ${(totalmem() / 2 ** 30).toFixed(1)} GiB`,
+    `- Load average at the start of the first benchmark (${first?.startedAt.slice(0, 16).replace('T', ' ') ?? '–'} UTC): ${first?.load.start.join(', ') ?? '–'}; now: ${loadavg().map((x) => x.toFixed(2)).join(', ')}`,
+    '',
+    '## Versions',
+    '',
+    `- Node ${process.version}; PostgreSQL ${server['server_version'] ?? '?'} (shared_buffers ${server['shared_buffers'] ?? '?'}, synchronous_commit ${server['synchronous_commit'] ?? '?'}, fsync ${server['fsync'] ?? '?'}); nats-server ${await natsVersion()}`,
+    `- Packages: ${PACKAGES.map((p) => `${p} ${packageVersion(p)}`).join(', ')}`,
+    `- mailtally measured at: ${sources.join('; ') || '–'}`,
+    '',
+    '## Figures',
+    '',
+  ];
+  for (const b of results) {
+    lines.push(`### ${b.title}`, '');
+    const r = b.result;
+    if (r === null) {
+      lines.push(`Not measured: no \`bench/results/${b.name}.json\`. Run \`npm run bench -- ${b.name}\`.`, '');
+      continue;
+    }
+    const size = b.isDefault(r.params) ? `default size (${b.defaults})` : `**smaller than the default (${b.defaults})**`;
+    lines.push(
+      `${r.startedAt.slice(0, 16).replace('T', ' ')} → ${r.finishedAt.slice(11, 16)} UTC; ${Object.entries(r.params).map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join(', ')}; ${size}.`,
+      '',
+      '| figure | median | same-run baseline | ratio | per run | load | notes |',
+      '|---|---|---|---|---|---|---|',
+      ...figureRows(r),
+      '',
+    );
+    for (const note of r.notes) lines.push(`- ${note}`);
+    if (r.notes.length > 0) lines.push('');
+    if (b.name === 'peer') lines.push(PEER_DIFFERENCES, '');
+  }
+  const missing = results.filter((b) => b.result === null).map((b) => b.name);
+  if (missing.length > 0) lines.push(`Missing from this report: ${missing.join(', ')}.`, '');
+  return `${lines.join('\n')}\n`;
+}
+
+export async function writeReport(): Promise<string> {
+  writeFileSync(REPORT_PATH, await renderReport());
+  return REPORT_PATH;
+}

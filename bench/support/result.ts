@@ -1,0 +1,87 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { median, RESULTS_DIR, sourceVersion } from '../ingest/report.js';
+import { machineLoad, sampleMachine } from './proc.js';
+
+/**
+ * The structured result every benchmark writes beside its console table and its detailed JSON:
+ * `bench/results/<bench>.json`, the latest run of that benchmark, which `bench/report.ts`
+ * renders into BENCHMARKS.md.
+ */
+
+export interface Figure {
+  name: string;
+  unit: string;
+  /** Median of `perRun`. */
+  value: number;
+  perRun: number[];
+  /** The same-run baseline, measured in each run beside the figure. */
+  baseline: { name: string; value: number; perRun: number[] } | null;
+  /** Median of the per-run ratios figure / baseline (each run against its own baseline). */
+  ratio: number | null;
+  better: 'higher' | 'lower';
+  note?: string;
+}
+
+export interface BenchResult {
+  bench: string;
+  startedAt: string;
+  finishedAt: string;
+  params: Record<string, unknown>;
+  /** Load averages (1, 5, 15 min) at start and end; the share of all cores busy (anyone's work) and CPU pressure in between. */
+  load: { start: number[]; end: number[]; busy: number; cpuPressure: number };
+  source: ReturnType<typeof sourceVersion>;
+  figures: Figure[];
+  notes: string[];
+}
+
+export interface FigureInput {
+  name: string;
+  unit: string;
+  perRun: number[];
+  baseline?: { name: string; perRun: number[] };
+  better?: 'higher' | 'lower';
+  note?: string;
+}
+
+export function figure(f: FigureInput): Figure {
+  const ratios = f.baseline !== undefined ? f.perRun.map((x, i) => x / (f.baseline?.perRun[i] ?? NaN)).filter(Number.isFinite) : [];
+  return {
+    name: f.name,
+    unit: f.unit,
+    value: median(f.perRun),
+    perRun: f.perRun,
+    baseline: f.baseline !== undefined ? { ...f.baseline, value: median(f.baseline.perRun) } : null,
+    ratio: ratios.length > 0 ? median(ratios) : null,
+    better: f.better ?? 'higher',
+    ...(f.note !== undefined ? { note: f.note } : {}),
+  };
+}
+
+const round2 = (x: number) => Math.round(x * 100) / 100;
+
+/** Call when a benchmark starts; `write` when it has its figures. */
+export function startResult(bench: string) {
+  const startedAt = new Date();
+  const loadStart = loadavg().map(round2);
+  const machineStart = sampleMachine();
+  return {
+    write(params: Record<string, unknown>, figures: FigureInput[], notes: string[] = []): string {
+      const machine = machineLoad(machineStart, sampleMachine());
+      const result: BenchResult = {
+        bench,
+        startedAt: startedAt.toISOString(),
+        finishedAt: new Date().toISOString(),
+        params,
+        load: { start: loadStart, end: loadavg().map(round2), busy: round2(machine.busy), cpuPressure: round2(machine.cpuPressure) },
+        source: sourceVersion(),
+        figures: figures.map(figure),
+        notes,
+      };
+      mkdirSync(RESULTS_DIR, { recursive: true });
+      const path = `${RESULTS_DIR}${bench}.json`;
+      writeFileSync(path, `${JSON.stringify(result, null, 2)}\n`);
+      return path;
+    },
+  };
+}
