@@ -13,6 +13,7 @@ import { median, RESULTS_DIR, sourceVersion } from './ingest/report.js';
 import { Cleanup } from './support/cleanup.js';
 import { DEFAULT_TENANTS, generateEvents } from './support/generate.js';
 import type { BenchOptions } from './support/options.js';
+import { startResult } from './support/result.js';
 import { createBenchStream, createScratchDatabase, NATS_URL } from './support/scratch.js';
 
 /**
@@ -30,6 +31,7 @@ const DURATION_S = 15;
 
 export async function runFreshnessBench(opts: BenchOptions): Promise<void> {
   const seconds = DURATION_S;
+  const result = startResult('freshness');
   const cleanup = new Cleanup();
   const onSignal = () => void cleanup.runAll().finally(() => process.exit(130));
   process.once('SIGINT', onSignal);
@@ -69,6 +71,19 @@ export async function runFreshnessBench(opts: BenchOptions): Promise<void> {
     const file = join(RESULTS_DIR, `freshness-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
     writeFileSync(file, `${JSON.stringify({ benchmark: 'freshness', seconds, source: sourceVersion(), results }, null, 2)}\n`);
     console.log(`results: ${file}`);
+    result.write(
+      { rates: RATES, seconds, runs: opts.runs },
+      results.flatMap((r) =>
+        (['p50', 'p99'] as const).map((p) => ({
+          name: `${r.rate}/s: publish → visible in the read model, ${p}`,
+          unit: 'ms',
+          better: 'lower' as const,
+          perRun: r.perRun.map((x) => x.visible[p]),
+          baseline: { name: `NATS publish → ack, ${p}`, perRun: r.perRun.map((x) => x.natsAck[p]) },
+          note: `publisher reached ${r.achievedRate}/s`,
+        })),
+      ),
+    );
   } finally {
     process.off('SIGINT', onSignal);
     await cleanup.runAll();
