@@ -1,8 +1,10 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The fault test runs on its own: `npm run test:faults` (vitest.faults.config.ts).
+    exclude: [...configDefaults.exclude, 'test/faults/**'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
