@@ -43,7 +43,14 @@ const PEER_DIFFERENCES = `What differs between the two sides:
   and hands them to the projection one event at a time, storing the checkpoint after each;
   its projection here keeps four distinct-message counters (sent, open, click, bounce) per
   campaign with a \`seen\` table, one upsert statement per event, less output than
-  mailtally's. Both rebuilds must agree on those four counts (checked every run).`;
+  mailtally's. The ratio is mailtally ÷ emmett.
+- Both rebuilds should agree on those four counts (compared every run, in the notes). They do
+  when emmett's appends ran one at a time (a 10k-event trial with EMMETT_CONCURRENCY=1: no
+  difference). With appends in flight together they can differ: emmett's rebuild reads events in
+  (transaction_id, global_position) order but checkpoints by global_position and skips any event
+  at or below its checkpoint, so an event is passed over when an event with a higher position
+  came from a transaction with a lower id (concurrent appends take positions and transaction ids
+  in different orders). The notes count those events, from emmett's own table.`;
 
 function loadResult(name: string): BenchResult | null {
   const path = `${RESULTS_DIR}${name}.json`;
@@ -75,6 +82,8 @@ function num(x: number | null | undefined, unit: string): string {
   return x >= 10_000 ? `${(x / 1000).toFixed(1)}k` : x.toFixed(0);
 }
 
+const sourceText = (r: BenchResult) =>
+  `${r.source.commit}${r.source.uncommitted.length > 0 ? ` with uncommitted changes to ${r.source.uncommitted.map((l) => l.replace(/^\s*\S+\s+/, '')).join(', ')}` : ''}`;
 const perRun = (f: Figure, xs: number[]) => xs.map((x) => num(x, f.unit)).join(' · ');
 const loadText = (r: BenchResult) => `${r.load.start[0]?.toFixed(2)} → ${r.load.end[0]?.toFixed(2)} (busy ${Math.round(r.load.busy * 100)}%)`;
 
@@ -94,7 +103,6 @@ export async function renderReport(): Promise<string> {
   const first = present.map((b) => b.result as BenchResult).sort((a, b) => a.startedAt.localeCompare(b.startedAt))[0];
   const server = await serverFacts().catch(() => ({}) as Record<string, string>);
   const cpu = cpus();
-  const sources = [...new Set(present.map((b) => `${b.result?.source.commit}${(b.result?.source.uncommitted.length ?? 0) > 0 ? ` + uncommitted changes to ${b.result?.source.uncommitted.map((l) => l.slice(3)).join(', ')}` : ''}`))];
   const lines: string[] = [
     '# Benchmarks',
     '',
@@ -115,7 +123,6 @@ export async function renderReport(): Promise<string> {
     '',
     `- Node ${process.version}; PostgreSQL ${server['server_version'] ?? '?'} (shared_buffers ${server['shared_buffers'] ?? '?'}, synchronous_commit ${server['synchronous_commit'] ?? '?'}, fsync ${server['fsync'] ?? '?'}); nats-server ${await natsVersion()}`,
     `- Packages: ${PACKAGES.map((p) => `${p} ${packageVersion(p)}`).join(', ')}`,
-    `- mailtally measured at: ${sources.join('; ') || '–'}`,
     '',
     '## Figures',
     '',
@@ -129,7 +136,7 @@ export async function renderReport(): Promise<string> {
     }
     const size = b.isDefault(r.params) ? `default size (${b.defaults})` : `**smaller than the default (${b.defaults})**`;
     lines.push(
-      `${r.startedAt.slice(0, 16).replace('T', ' ')} → ${r.finishedAt.slice(11, 16)} UTC; ${Object.entries(r.params).map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join(', ')}; ${size}.`,
+      `${r.startedAt.slice(0, 16).replace('T', ' ')} → ${r.finishedAt.slice(11, 16)} UTC; ${Object.entries(r.params).map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join(', ')}; ${size}. mailtally at ${sourceText(r)}.`,
       '',
       '| figure | median | same-run baseline | ratio | per run | load | notes |',
       '|---|---|---|---|---|---|---|',
