@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
+import { STATUS_CODES } from 'node:http';
 import { isIP } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type https from 'node:https';
-import Fastify, { LogController, type FastifyHttpsOptions, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyHttpsOptions, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Config } from '../config.js';
 import { isTransientDbError } from '../db/errors.js';
 import { parseExactJson } from '../events/exact-json.js';
@@ -25,6 +27,10 @@ export function createServer(http: Config['http'], log: Logger): FastifyInstance
     routerOptions: { caseSensitive: false, ignoreTrailingSlash: true },
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
+    // Errors fastify answers before any route (a path that is not valid percent-encoding…) and
+    // requests Node cannot parse leave in the envelope too; neither logs the request's bytes.
+    frameworkErrors: (err, req, reply) => onError(err, req, reply),
+    clientErrorHandler: (err, socket) => answerClientError(err, socket, log),
   };
   // An HTTPS fastify differs from the plain one only in its server type; routes are the same.
   const app: FastifyInstance =
@@ -56,15 +62,31 @@ export function createServer(http: Config['http'], log: Logger): FastifyInstance
     void reply.code(404).send(envelope(404, `Unknown resource: ${req.method} ${req.url.split('?')[0]}`));
   });
 
-  app.setErrorHandler((err, req, reply) => {
-    const e = toApiError(err);
-    if (e.statusCode >= 500) req.log.error({ err, url: req.url }, 'request failed');
-    void reply
-      .code(e.statusCode)
-      .headers(e.headers)
-      .send(envelope(e.statusCode, e.message));
-  });
+  app.setErrorHandler(onError);
   return app;
+}
+
+function onError(err: unknown, req: FastifyRequest, reply: FastifyReply): void {
+  const e = toApiError(err);
+  if (e.statusCode >= 500) req.log.error({ err, url: req.url }, 'request failed');
+  void reply
+    .code(e.statusCode)
+    .headers(e.headers)
+    .send(envelope(e.statusCode, e.message));
+}
+
+/** A request Node's HTTP parser refused (bad request line, headers too large, timeout). */
+function answerClientError(err: Error & { code?: string }, socket: Duplex, log: Logger): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const status = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : err.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+  const message = status === 408 ? 'Request timed out' : status === 431 ? 'Request headers are too large' : 'Malformed HTTP request';
+  // The error's rawPacket holds the request's bytes, credentials included: only its code is logged.
+  log.debug({ code: err.code }, 'malformed HTTP request');
+  const body = JSON.stringify(envelope(status, message));
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy();
 }
 
 function toApiError(err: unknown): ApiError {

@@ -80,12 +80,15 @@ export class KeyVerifier {
     const hit = this.#cache.get(cacheKey);
     if (hit !== undefined && hit.expires > Date.now()) return hit.principal;
 
-    const row = await this.db
-      .selectFrom('api_keys')
-      .select(['api_key_id', 'secret_hash', 'read_only'])
-      .where('public_key', '=', publicKey)
-      .where('revoked_at', 'is', null)
-      .executeTakeFirst();
+    // Postgres text cannot hold U+0000: such a key is no key (asking would be a database error).
+    const row = publicKey.includes('\u0000')
+      ? undefined
+      : await this.db
+          .selectFrom('api_keys')
+          .select(['api_key_id', 'secret_hash', 'read_only'])
+          .where('public_key', '=', publicKey)
+          .where('revoked_at', 'is', null)
+          .executeTakeFirst();
     // Unknown keys still pay for one hash, so timing does not tell which public keys exist.
     const ok = await verifySecret(secret, row?.secret_hash ?? DUMMY_HASH);
     if (row === undefined || !ok) return null;
