@@ -7,7 +7,7 @@ import { ensureCheckpoints } from '../log/checkpoints.js';
 import { releaseLease, tryAcquireLease } from '../log/leases.js';
 import type { Logger } from '../logger.js';
 import { computeBatch, type Cursor } from './batch.js';
-import { Wakeup } from './wakeup.js';
+import { EVENTS_CHANNEL, Wakeup } from '../log/wakeup.js';
 import { writeDeltas } from './write-delta.js';
 
 export interface ProjectorOptions {
@@ -57,7 +57,7 @@ export class Projector {
     private readonly options: ProjectorOptions,
     private readonly log: Logger,
   ) {
-    this.#wakeup = new Wakeup(db, log);
+    this.#wakeup = new Wakeup(db, EVENTS_CHANNEL, log);
   }
 
   async start(): Promise<void> {

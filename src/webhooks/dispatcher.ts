@@ -2,17 +2,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { Db } from '../db/connect.js';
 import { describeError } from '../db/errors.js';
+import { Wakeup } from '../log/wakeup.js';
 import type { Logger } from '../logger.js';
 import { type DispatcherStats, emptyStats } from './dispatcher-stats.js';
 import { FanOut } from './fan-out.js';
 import { HttpDelivery } from './http-delivery.js';
 import { Lane } from './lane.js';
-import { type ClaimedDelivery, releaseClaims } from './outbox.js';
+import { type ClaimedDelivery, OUTBOX_CHANNEL, releaseClaims } from './outbox.js';
 import { OutcomeWriter } from './outcome-writer.js';
 import { rerouteDeadUrl, splitForVersion1 } from './reroute.js';
 import { signatureHeaders, signingKey } from './signing.js';
 import { parseAllowList } from './ssrf-guard.js';
-import { OUTBOX_CHANNEL, Wakeup } from './wakeup.js';
 
 /**
  * The webhook dispatcher: the fan-out (log → outbox, exactly once, one process at a time)

@@ -5,9 +5,10 @@ import type { Db } from '../db/connect.js';
 import { describeError, isTransientDbError } from '../db/errors.js';
 import { advanceCheckpoint, ensureCheckpoints, readCheckpoint } from '../log/checkpoints.js';
 import { releaseLease, tryAcquireLease } from '../log/leases.js';
+import { EVENTS_CHANNEL, Wakeup } from '../log/wakeup.js';
 import type { Logger } from '../logger.js';
 import { type GroupingLimits, LOG_SELECT, type LogEventForWebhooks, type OpenBatch, enqueueEvents } from './enqueue.js';
-import { EVENTS_CHANNEL, OUTBOX_CHANNEL, Wakeup } from './wakeup.js';
+import { OUTBOX_CHANNEL } from './outbox.js';
 
 /**
  * Reads the log from the `webhooks` checkpoint and turns events into outbox rows, the rows and

@@ -4,7 +4,7 @@ import type { Db } from '../db/connect.js';
 import { describeError } from '../db/errors.js';
 import type { Logger } from '../logger.js';
 import { type ClaimedDelivery, claimDue } from './outbox.js';
-import { Wakeup } from './wakeup.js';
+import { Wakeup } from '../log/wakeup.js';
 
 /**
  * One lane of delivery work — first attempts or retries — with its own concurrency: at most

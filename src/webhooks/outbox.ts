@@ -8,6 +8,9 @@ import type { CallbackUrlStatus, CallbackUrlVersion } from './callback-url-input
  * (outcome-writer.ts) or their URL dies (reroute.ts).
  */
 
+/** NOTIFY channel that wakes dispatchers when deliveries are enqueued. */
+export const OUTBOX_CHANNEL = 'mailtally_webhooks';
+
 export interface NewDelivery {
   apiKeyId: bigint;
   urlId: bigint;
