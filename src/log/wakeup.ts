@@ -3,9 +3,8 @@ import type { Db } from '../db/connect.js';
 import { describeError } from '../db/errors.js';
 import type { Logger } from '../logger.js';
 
-/** The log's append notification (0001 migration) and the outbox's (sent when deliveries are enqueued). */
+/** The log's append notification (sent by the 0001 migration's trigger). */
 export const EVENTS_CHANNEL = 'mailtally_events';
-export const OUTBOX_CHANNEL = 'mailtally_webhooks';
 
 /**
  * Wakes a loop on a NOTIFY channel or a local `signal()`, with polling as the fallback: `wait`
