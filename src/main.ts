@@ -5,10 +5,12 @@ import { migrateToLatest } from './db/migrate.js';
 import { registerHttpIngest } from './ingest/http-ingest.js';
 import { IngestWorkers } from './ingest/ingest-workers.js';
 import { type RunningIngest, runNatsIngest } from './ingest/nats-ingest.js';
+import { AuthFailureLimiter } from './api/conventions/rate-limit.js';
 import { registerOpenApi } from './api/openapi.js';
 import { registerRestApi } from './api/register.js';
 import { READ_MODELS_CHANNEL, ResponseCache } from './api/response-cache.js';
 import { registerEventCallbackUrlRoutes } from './webhooks/routes/eventcallbackurl.js';
+import { WEBHOOK_OPENAPI_PATHS } from './webhooks/routes/openapi-paths.js';
 import { registerWebhookAdmin } from './webhooks/routes/webhook-admin.js';
 import { type MetricSource, registerMetrics } from './http/metrics.js';
 import { createServer } from './http/server.js';
@@ -90,6 +92,8 @@ export async function startService(config: Config, roles: readonly Role[], log: 
     if (roles.includes('api') || roles.includes('ingest')) {
       http = createServer(config.http, log);
       const verifier = new KeyVerifier(db.kysely);
+      // One count of failed Basic-auth attempts per address, for every route that takes Basic auth.
+      const authFailures = new AuthFailureLimiter(config.api.authFailuresPerMinute, 60_000);
       const ingest = natsIngest;
       const running = projector;
       const webhooks = dispatcher;
@@ -120,17 +124,17 @@ export async function startService(config: Config, roles: readonly Role[], log: 
         roles,
         extra: () => ({ ...(ingest !== null ? { ingest: ingest.stats } : {}), ...(running !== null ? { projector: running.stats } : {}), ...(webhooks !== null ? { dispatcher: webhooks.stats } : {}) }),
       });
-      if (roles.includes('ingest')) registerHttpIngest(http, { db, verifier });
+      if (roles.includes('ingest')) registerHttpIngest(http, { db, verifier, authFailures });
       if (roles.includes('api')) {
         const cache = new ResponseCache(config.api.cacheEntries, config.api.cacheTtlMs);
         if (cache.enabled) {
           const unlisten = await db.listen(READ_MODELS_CHANNEL, () => cache.invalidate());
           cleanup.unshift(unlisten);
         }
-        registerRestApi(http, { db: db.kysely, verifier, limits: config.api, cache, extraRoutes: [registerEventCallbackUrlRoutes] });
+        registerRestApi(http, { db: db.kysely, verifier, authFailures, limits: config.api, cache, extraRoutes: [registerEventCallbackUrlRoutes] });
         const w = config.webhooks;
-        registerWebhookAdmin(http, { db: db.kysely, verifier, grouping: { windowMs: w.batchWindowMs, maxEvents: w.batchMaxEvents, maxBytes: w.batchMaxBytes } });
-        await registerOpenApi(http);
+        registerWebhookAdmin(http, { db: db.kysely, verifier, authFailures, grouping: { windowMs: w.batchWindowMs, maxEvents: w.batchMaxEvents, maxBytes: w.batchMaxBytes } });
+        await registerOpenApi(http, WEBHOOK_OPENAPI_PATHS);
       }
       url = await http.listen({ port: config.http.port, host: config.http.host });
       const server = http;

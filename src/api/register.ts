@@ -2,8 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
 import type { Database } from '../db/schema.js';
-import { authenticate } from '../http/auth.js';
-import { ApiError, apiErrors } from '../http/errors.js';
+import { type AuthFailures, authenticate } from '../http/auth.js';
+import { apiErrors } from '../http/errors.js';
 import type { KeyVerifier, Principal } from '../keys/key-store.js';
 import { toJson } from './conventions/json.js';
 import { pageOf } from './conventions/paging.js';
@@ -26,6 +26,8 @@ export interface RestApiDeps {
   readonly db: Kysely<Database>;
   readonly verifier: KeyVerifier;
   readonly limits: { readonly rateLimitPerSecond: number; readonly rateLimitBurst: number; readonly authFailuresPerMinute: number };
+  /** Failed Basic-auth attempts per address, shared with the other routes that take Basic auth; absent = this API's own. */
+  readonly authFailures?: AuthFailures;
   /** Answers kept until the read models change (see response-cache.ts); absent = no cache. */
   readonly cache?: ResponseCache;
   /** Write resources (e.g. eventcallbackurl) register their own routes on the authenticated scope. */
@@ -40,20 +42,13 @@ declare module 'fastify' {
 
 export function registerRestApi(app: FastifyInstance, deps: RestApiDeps, resources: readonly Resource[] = RESOURCES): void {
   const limiter = new RateLimiter(deps.limits.rateLimitPerSecond, deps.limits.rateLimitBurst);
-  const failures = new AuthFailureLimiter(deps.limits.authFailuresPerMinute, 60_000);
+  const failures = deps.authFailures ?? new AuthFailureLimiter(deps.limits.authFailuresPerMinute, 60_000);
   app.decorateRequest('principal', null);
 
   void app.register(
     async (scope) => {
       scope.addHook('onRequest', async (req) => {
-        const blocked = failures.blockedFor(req.ip);
-        if (blocked > 0) throw apiErrors.tooManyRequests(blocked, 'Too many failed authentication attempts from this address; retry later');
-        try {
-          req.principal = await authenticate(req, deps.verifier);
-        } catch (err) {
-          if (err instanceof ApiError && err.statusCode === 401) failures.fail(req.ip);
-          throw err;
-        }
+        req.principal = await authenticate(req, deps.verifier, failures);
         const wait = limiter.take(req.principal.apiKeyId);
         if (wait > 0) throw apiErrors.tooManyRequests(wait);
       });

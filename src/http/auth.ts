@@ -1,9 +1,32 @@
 import type { FastifyRequest } from 'fastify';
 import type { KeyVerifier, Principal } from '../keys/key-store.js';
-import { apiErrors } from './errors.js';
+import { ApiError, apiErrors } from './errors.js';
 
-/** HTTP Basic (API key as user, secret key as password) → the tenant, or a 401. */
-export async function authenticate(req: FastifyRequest, verifier: KeyVerifier): Promise<Principal> {
+/** Failed attempts per client address (src/api/conventions/rate-limit.ts has the one in use). */
+export interface AuthFailures {
+  /** Seconds until the address may try again, or 0. */
+  blockedFor(address: string): number;
+  fail(address: string): void;
+}
+
+/**
+ * HTTP Basic (API key as user, secret key as password) → the tenant, or a 401. With `failures`
+ * (every route taking Basic auth shares one), an address past its failed attempts gets 429
+ * before its credentials are even looked at, so secrets cannot be guessed at speed on any route.
+ */
+export async function authenticate(req: FastifyRequest, verifier: KeyVerifier, failures?: AuthFailures | null): Promise<Principal> {
+  if (failures == null) return check(req, verifier);
+  const blocked = failures.blockedFor(req.ip);
+  if (blocked > 0) throw apiErrors.tooManyRequests(blocked, 'Too many failed authentication attempts from this address; retry later');
+  try {
+    return await check(req, verifier);
+  } catch (err) {
+    if (err instanceof ApiError && err.statusCode === 401) failures.fail(req.ip);
+    throw err;
+  }
+}
+
+async function check(req: FastifyRequest, verifier: KeyVerifier): Promise<Principal> {
   const header = req.headers.authorization;
   const match = header !== undefined ? /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header) : null;
   if (match === null) throw apiErrors.unauthorized();

@@ -3,7 +3,7 @@ import type { Db } from '../db/connect.js';
 import type { NewDeadLetter } from '../db/schema.js';
 import { type LogEventRow, decodeEventValue } from '../events/decode.js';
 import { stringifyExactJson } from '../events/exact-json.js';
-import { authenticate } from '../http/auth.js';
+import { type AuthFailures, authenticate } from '../http/auth.js';
 import { apiErrors } from '../http/errors.js';
 import type { KeyVerifier } from '../keys/key-store.js';
 import { eventKey } from '../log/append.js';
@@ -23,9 +23,9 @@ export interface IngestSummary {
  * Valid events are appended (duplicates skipped), invalid ones dead-lettered, all in one
  * transaction; the answer says which was which.
  */
-export function registerHttpIngest(app: FastifyInstance, deps: { db: Db; verifier: KeyVerifier }): void {
+export function registerHttpIngest(app: FastifyInstance, deps: { db: Db; verifier: KeyVerifier; authFailures?: AuthFailures }): void {
   app.post('/v1/events', { bodyLimit: 16 * 1024 * 1024 }, async (req, reply) => {
-    const principal = await authenticate(req, deps.verifier);
+    const principal = await authenticate(req, deps.verifier, deps.authFailures);
     if (principal.readOnly) throw apiErrors.forbidden('This API key is read-only: it may not send events.');
     const body = req.body;
     if (!Array.isArray(body)) throw apiErrors.badRequest('Request body must be a JSON array of events');

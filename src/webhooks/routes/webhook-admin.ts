@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
-import { authenticate } from '../../http/auth.js';
+import { type AuthFailures, authenticate } from '../../http/auth.js';
 import { apiErrors } from '../../http/errors.js';
 import type { KeyVerifier } from '../../keys/key-store.js';
 import type { GroupingLimits } from '../enqueue.js';
@@ -24,6 +24,8 @@ import { type RawQuery, parseQuery } from '../../api/conventions/params.js';
 export interface WebhookAdminDeps {
   readonly db: Kysely<Database>;
   readonly verifier: KeyVerifier;
+  /** Failed Basic-auth attempts per address, shared with the other routes that take Basic auth. */
+  readonly authFailures?: AuthFailures;
   readonly grouping: GroupingLimits;
   /** Events replayed per call at most (NextPosition says where to continue). */
   readonly maxReplayEvents?: number;
@@ -33,7 +35,7 @@ const paging = listSchema({});
 
 export function registerWebhookAdmin(app: FastifyInstance, deps: WebhookAdminDeps): void {
   app.get('/v1/webhooks/attempts', async (req, reply) => {
-    const principal = await authenticate(req, deps.verifier);
+    const principal = await authenticate(req, deps.verifier, deps.authFailures);
     const raw = req.query as RawQuery;
     const page = pageOf(parseQuery(paging, raw));
     const filters = parseAttemptFilters(raw);
@@ -44,7 +46,7 @@ export function registerWebhookAdmin(app: FastifyInstance, deps: WebhookAdminDep
   });
 
   app.post('/v1/webhooks/replay', async (req, reply) => {
-    const principal = await authenticate(req, deps.verifier);
+    const principal = await authenticate(req, deps.verifier, deps.authFailures);
     if (principal.readOnly) throw apiErrors.forbidden();
     const range = parseReplayRequest(req.body ?? {});
     if (!range.ok) throw apiErrors.badRequest(range.message);

@@ -1,0 +1,83 @@
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../../src/config.js';
+import { type Service, startService } from '../../../src/main.js';
+import { type TestEnv, createTestEnv, quietLogger } from '../../support/harness.js';
+
+/**
+ * Guessing secrets over HTTP Basic is slowed down: past API_AUTH_FAILURE_LIMIT failed attempts
+ * a minute from one address, every endpoint that takes Basic auth (/v3/REST, /v1/events,
+ * /v1/webhooks/*) answers that address 429 with Retry-After — even for right credentials —
+ * while another address with valid credentials is not affected. Failures count across
+ * endpoints, and a forged X-Forwarded-For does not make a fresh address.
+ */
+
+const LIMIT = 5;
+let t: TestEnv;
+let service: Service;
+let app: FastifyInstance;
+
+beforeAll(async () => {
+  t = await createTestEnv({ API_AUTH_FAILURE_LIMIT: String(LIMIT), API_RATE_LIMIT: '0' });
+  const { NATS_URL: _nats, ...withoutNats } = t.env;
+  service = await startService(loadConfig(withoutNats), ['api', 'ingest'], quietLogger());
+  app = service.http as FastifyInstance;
+});
+
+afterAll(async () => {
+  await service?.stop();
+  await t?.cleanup();
+});
+
+const basic = (user: string, secret: string) => `Basic ${Buffer.from(`${user}:${secret}`).toString('base64')}`;
+
+const ENDPOINTS = [
+  { method: 'GET', url: '/v3/REST/statcounters?CounterSource=APIKey&CounterTiming=Message&CounterResolution=Lifetime', ok: 200 },
+  { method: 'GET', url: '/v3/REST/eventcallbackurl', ok: 200 },
+  { method: 'POST', url: '/v1/events', body: '[]', ok: 200 },
+  { method: 'GET', url: '/v1/webhooks/attempts', ok: 200 },
+  { method: 'POST', url: '/v1/webhooks/replay', body: '{"FromPosition":0}', ok: 202 },
+] as const;
+type Endpoint = (typeof ENDPOINTS)[number];
+
+async function call(e: Endpoint, address: string, authorization: string, headers: Record<string, string> = {}) {
+  const res = await app.inject({
+    method: e.method,
+    url: e.url,
+    remoteAddress: address,
+    headers: { authorization, ...('body' in e ? { 'content-type': 'application/json' } : {}), ...headers },
+    ...('body' in e ? { payload: e.body } : {}),
+  });
+  return { status: res.statusCode, retryAfter: res.headers['retry-after'], body: res.json() as unknown };
+}
+
+describe('failed Basic-auth attempts', () => {
+  it.each(ENDPOINTS.map((e, i) => [e.url.split('?')[0], e, i] as const))('%s: 429 after the limit for that address only', async (_name, e, i) => {
+    const attacker = `203.0.113.${10 + i}`;
+    const bystander = `198.51.100.${10 + i}`;
+    const right = basic(t.key.ApiKey, t.key.SecretKey);
+    for (let n = 0; n < LIMIT; n++) expect((await call(e, attacker, basic(t.key.ApiKey, `guess-${n}`))).status, `attempt ${n + 1}`).toBe(401);
+
+    const blocked = await call(e, attacker, basic(t.key.ApiKey, 'guess-after'));
+    expect(blocked.status).toBe(429);
+    expect(Number(blocked.retryAfter)).toBeGreaterThan(0);
+    expect(blocked.body).toEqual({ ErrorInfo: '', ErrorMessage: expect.stringMatching(/failed authentication/), StatusCode: 429 });
+    // Even the right secret is refused to that address for now: guessing cannot go on.
+    expect((await call(e, attacker, right)).status).toBe(429);
+    // A forged X-Forwarded-For is not another address.
+    expect((await call(e, attacker, right, { 'x-forwarded-for': bystander })).status).toBe(429);
+
+    expect((await call(e, bystander, right)).status).toBe(e.ok);
+    expect((await call(e, bystander, basic(t.key.ApiKey, 'one-wrong'))).status).toBe(401);
+    expect((await call(e, bystander, right)).status).toBe(e.ok);
+  });
+
+  it('counts failures across endpoints', async () => {
+    const attacker = '203.0.113.99';
+    for (let n = 0; n < LIMIT; n++) {
+      const e = ENDPOINTS[n % ENDPOINTS.length] as Endpoint;
+      expect((await call(e, attacker, basic('no-such-key', `guess-${n}`))).status).toBe(401);
+    }
+    for (const e of ENDPOINTS) expect((await call(e, attacker, basic(t.key.ApiKey, t.key.SecretKey))).status, e.url).toBe(429);
+  });
+});
