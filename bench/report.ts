@@ -134,9 +134,10 @@ export async function renderReport(): Promise<string> {
       lines.push(`Not measured: no \`bench/results/${b.name}.json\`. Run \`npm run bench -- ${b.name}\`.`, '');
       continue;
     }
+    const overlapping = present.filter((o) => o.result !== r && o.result !== null && o.result.startedAt < r.finishedAt && r.startedAt < o.result.finishedAt).map((o) => o.name);
     const size = b.isDefault(r.params) ? `default size (${b.defaults})` : `**smaller than the default (${b.defaults})**`;
     lines.push(
-      `${r.startedAt.slice(0, 16).replace('T', ' ')} → ${r.finishedAt.slice(11, 16)} UTC; ${Object.entries(r.params).map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join(', ')}; ${size}. mailtally at ${sourceText(r)}.`,
+      `${r.startedAt.slice(0, 16).replace('T', ' ')} → ${r.finishedAt.slice(11, 16)} UTC; ${Object.entries(r.params).map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join(', ')}; ${size}. mailtally at ${sourceText(r)}.${overlapping.length > 0 ? ` **Ran at the same time as ${overlapping.join(', ')}** (each perturbed the other).` : ''}`,
       '',
       '| figure | median | same-run baseline | ratio | per run | load | notes |',
       '|---|---|---|---|---|---|---|',
