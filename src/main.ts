@@ -87,60 +87,57 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       cleanup.unshift(() => running.stop());
     }
 
-    let http: FastifyInstance | null = null;
-    let url: string | null = null;
-    if (roles.includes('api') || roles.includes('ingest')) {
-      http = createServer(config.http, log);
-      const verifier = new KeyVerifier(db.kysely);
-      // One count of failed Basic-auth attempts per address, for every route that takes Basic auth.
-      const authFailures = new AuthFailureLimiter(config.api.authFailuresPerMinute, 60_000);
-      const ingest = natsIngest;
-      const running = projector;
-      const webhooks = dispatcher;
-      const sources: MetricSource[] = [];
-      if (webhooks !== null) {
-        sources.push({
-          name: 'mailtally_webhook_deliveries_total',
-          help: 'Webhook work in this process: requests delivered (2xx), failed attempts, deliveries expired, dropped or rerouted, URLs turned dead',
-          read: () => {
-            const s = webhooks.stats;
-            return { delivered: s.delivered, delivered_events: s.deliveredEvents, failed_attempts: s.failedAttempts, expired: s.expired, dropped: s.dropped, rerouted: s.rerouted, urls_died: s.urlsDied };
-          },
-        });
-      }
-      if (ingest !== null) {
-        sources.push({ name: 'mailtally_ingest_messages_total', help: 'NATS messages taken by this process, by outcome', read: () => ({ ...ingest.stats }) });
-      }
-      if (running !== null) {
-        sources.push({
-          name: 'mailtally_projector_total',
-          help: 'Projector work in this process: events folded, batches written, errors',
-          read: () => ({ events: running.stats.events, batches: running.stats.batches, errors: running.stats.errors }),
-        });
-      }
-      registerMetrics(http, { db: db.kysely, sources });
-      registerStatusRoute(http, {
-        db: db.kysely,
-        roles,
-        extra: () => ({ ...(ingest !== null ? { ingest: ingest.stats } : {}), ...(running !== null ? { projector: running.stats } : {}), ...(webhooks !== null ? { dispatcher: webhooks.stats } : {}) }),
+    // Every process serves /healthz, /status and /metrics (a worker-only one too, for probes and
+    // scraping); the api and ingest roles add their routes.
+    const http = createServer(config.http, log);
+    const verifier = new KeyVerifier(db.kysely);
+    // One count of failed Basic-auth attempts per address, for every route that takes Basic auth.
+    const authFailures = new AuthFailureLimiter(config.api.authFailuresPerMinute, 60_000);
+    const ingest = natsIngest;
+    const running = projector;
+    const webhooks = dispatcher;
+    const sources: MetricSource[] = [];
+    if (webhooks !== null) {
+      sources.push({
+        name: 'mailtally_webhook_deliveries_total',
+        help: 'Webhook work in this process: requests delivered (2xx), failed attempts, deliveries expired, dropped or rerouted, URLs turned dead',
+        read: () => {
+          const s = webhooks.stats;
+          return { delivered: s.delivered, delivered_events: s.deliveredEvents, failed_attempts: s.failedAttempts, expired: s.expired, dropped: s.dropped, rerouted: s.rerouted, urls_died: s.urlsDied };
+        },
       });
-      if (roles.includes('ingest')) registerHttpIngest(http, { db, verifier, authFailures });
-      if (roles.includes('api')) {
-        const cache = new ResponseCache(config.api.cacheEntries, config.api.cacheTtlMs);
-        if (cache.enabled) {
-          const unlisten = await db.listen(READ_MODELS_CHANNEL, () => cache.invalidate());
-          cleanup.unshift(unlisten);
-        }
-        registerRestApi(http, { db: db.kysely, verifier, authFailures, limits: config.api, cache, extraRoutes: [registerEventCallbackUrlRoutes] });
-        const w = config.webhooks;
-        registerWebhookAdmin(http, { db: db.kysely, verifier, authFailures, grouping: { windowMs: w.batchWindowMs, maxEvents: w.batchMaxEvents, maxBytes: w.batchMaxBytes } });
-        await registerOpenApi(http, WEBHOOK_OPENAPI_PATHS);
-      }
-      url = await http.listen({ port: config.http.port, host: config.http.host });
-      const server = http;
-      // Closed first: stop taking requests before the workers drain.
-      cleanup.unshift(() => server.close());
     }
+    if (ingest !== null) {
+      sources.push({ name: 'mailtally_ingest_messages_total', help: 'NATS messages taken by this process, by outcome', read: () => ({ ...ingest.stats }) });
+    }
+    if (running !== null) {
+      sources.push({
+        name: 'mailtally_projector_total',
+        help: 'Projector work in this process: events folded, batches written, errors',
+        read: () => ({ events: running.stats.events, batches: running.stats.batches, errors: running.stats.errors }),
+      });
+    }
+    registerMetrics(http, { db: db.kysely, sources });
+    registerStatusRoute(http, {
+      db: db.kysely,
+      roles,
+      extra: () => ({ ...(ingest !== null ? { ingest: ingest.stats } : {}), ...(running !== null ? { projector: running.stats } : {}), ...(webhooks !== null ? { dispatcher: webhooks.stats } : {}) }),
+    });
+    if (roles.includes('ingest')) registerHttpIngest(http, { db, verifier, authFailures });
+    if (roles.includes('api')) {
+      const cache = new ResponseCache(config.api.cacheEntries, config.api.cacheTtlMs);
+      if (cache.enabled) {
+        const unlisten = await db.listen(READ_MODELS_CHANNEL, () => cache.invalidate());
+        cleanup.unshift(unlisten);
+      }
+      registerRestApi(http, { db: db.kysely, verifier, authFailures, limits: config.api, cache, extraRoutes: [registerEventCallbackUrlRoutes] });
+      const w = config.webhooks;
+      registerWebhookAdmin(http, { db: db.kysely, verifier, authFailures, grouping: { windowMs: w.batchWindowMs, maxEvents: w.batchMaxEvents, maxBytes: w.batchMaxBytes } });
+      await registerOpenApi(http, WEBHOOK_OPENAPI_PATHS);
+    }
+    const url = await http.listen({ port: config.http.port, host: config.http.host });
+    // Closed first: stop taking requests before the workers drain.
+    cleanup.unshift(() => http.close());
 
     log.info({ roles, database: db.kind, nats: config.nats !== null, url }, 'mailtally started');
     let stopping: Promise<void> | null = null;

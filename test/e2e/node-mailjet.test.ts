@@ -102,6 +102,12 @@ describe('the API around the resources', () => {
     expect(doc.openapi).toBe('3.1.0');
     const stat = doc.paths['/v3/REST/statcounters'];
     expect(stat?.get.parameters.map((p) => p.name)).toEqual(expect.arrayContaining(['CounterSource', 'CounterTiming', 'CounterResolution', 'SourceID', 'FromTS', 'ToTS', 'Limit', 'Offset', 'countOnly', 'Sort']));
+    // The webhook routes are documented too, each method they answer.
+    const methods = (path: string) => Object.keys(doc.paths[path] ?? {}).sort();
+    expect(methods('/v3/REST/eventcallbackurl')).toEqual(['get', 'post']);
+    expect(methods('/v3/REST/eventcallbackurl/{id}')).toEqual(['delete', 'get', 'put']);
+    expect(methods('/v1/webhooks/attempts')).toEqual(['get']);
+    expect(methods('/v1/webhooks/replay')).toEqual(['post']);
     const page = await fetch(`${service.url}/docs/`);
     expect(page.status).toBe(200);
     expect(await page.text()).toMatch(/swagger-ui/i);

@@ -34,6 +34,7 @@ function startDispatcher(t: TestEnv): Proc {
   return spawnCli(['serve', '--roles', 'dispatcher'], {
     env: {
       ...t.env,
+      PORT: '0',
       LOG_LEVEL: 'info',
       WEBHOOK_ALLOWLIST: '127.0.0.1/32',
       WEBHOOK_TIMEOUT_MS: '1000',

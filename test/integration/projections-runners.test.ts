@@ -50,7 +50,7 @@ describe('two projector runners on Postgres', () => {
 
   it('only the lease holder applies; after it is killed the other takes over without gaps or double counts', async () => {
     child = spawnCli(['serve', '--roles', 'projector'], {
-      env: { DATABASE_URL: url, LOG_LEVEL: 'info', PROJECTOR_LEASE_MS: String(LEASE_MS), PROJECTOR_BATCH_SIZE: '25', PROJECTOR_POLL_MS: '50' },
+      env: { DATABASE_URL: url, PORT: '0', LOG_LEVEL: 'info', PROJECTOR_LEASE_MS: String(LEASE_MS), PROJECTOR_BATCH_SIZE: '25', PROJECTOR_POLL_MS: '50' },
     });
     await child.waitFor('every projection lease', () => (child.jsonLines().filter((l) => l['msg'] === 'projection lease acquired').length === PROJECTIONS.length ? true : undefined));
     const owners = await leaseOwners();
@@ -69,6 +69,12 @@ describe('two projector runners on Postgres', () => {
     }
     const head = await logHead(db.kysely);
     await waitFor('the child to be part-way', async () => (await checkpoints()).some((p) => p > 0n));
+    // A projector-only process still serves /status and /metrics (for probes and scraping).
+    const childUrl = child.jsonLines().find((l) => l['msg'] === 'mailtally started')?.['url'];
+    expect(typeof childUrl).toBe('string');
+    const status = (await (await fetch(`${String(childUrl)}/status`)).json()) as { roles: string[] };
+    expect(status.roles).toEqual(['projector']);
+    expect(await (await fetch(`${String(childUrl)}/metrics`)).text()).toMatch(/mailtally_projector_total\{outcome="batches"\} [1-9]/);
     // While the child lives, the in-process runner holds nothing and applies nothing.
     expect(second.stats.held).toEqual([]);
     expect(second.stats.batches).toBe(0);
