@@ -124,11 +124,20 @@ export function splitUrl(url: string): Target | null {
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return null;
   const auth: Record<string, string> = {};
   if (u.username !== '' || u.password !== '') {
-    const user = decodeURIComponent(u.username);
-    const pass = decodeURIComponent(u.password);
+    const user = decodeUserinfo(u.username);
+    const pass = decodeUserinfo(u.password);
     auth['authorization'] = `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
   }
   return { origin: `${u.protocol}//${u.host}`, path: `${u.pathname}${u.search}`, hostname: u.hostname, auth };
+}
+
+/** Percent-decoded credentials; a `%` that starts no valid escape is taken as it is (never a throw). */
+function decodeUserinfo(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }
 
 /**
