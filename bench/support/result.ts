@@ -65,6 +65,8 @@ export function startResult(bench: string) {
   const startedAt = new Date();
   const loadStart = loadavg().map(round2);
   const machineStart = sampleMachine();
+  // The code measured is what the benchmark loaded (and spawned) from here on.
+  const source = sourceVersion();
   return {
     write(params: Record<string, unknown>, figures: FigureInput[], notes: string[] = []): string {
       const machine = machineLoad(machineStart, sampleMachine());
@@ -74,7 +76,7 @@ export function startResult(bench: string) {
         finishedAt: new Date().toISOString(),
         params,
         load: { start: loadStart, end: loadavg().map(round2), busy: round2(machine.busy), cpuPressure: round2(machine.cpuPressure) },
-        source: sourceVersion(),
+        source,
         figures: figures.map(figure),
         notes,
       };
