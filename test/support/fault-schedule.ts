@@ -8,14 +8,15 @@ import type { RoleName, RoleProcesses } from './role-processes.js';
 /**
  * Faults at seeded-random points of the event stream, one at a time: SIGKILL and restart of
  * each role process, Postgres stopped (fast or immediate) and started again, NATS killed and
- * started again on the same store. Every kind comes once per round, in a shuffled order, each at
+ * started again on the same store, and a projector and a dispatcher frozen past their leases
+ * while a second one takes over, then thawed beside it (a zombie holder) before being killed. Every kind comes once per round, in a shuffled order, each at
  * a random position of the stream. The producer is held back from passing the next fault's
  * position until the current fault is over, so events keep flowing through every fault however
  * slowly the machine restarts things. Postgres outages are recorded as windows.
  */
 
-export type FaultKind = RoleName | 'postgres-fast' | 'postgres-immediate' | 'nats';
-const KINDS: readonly FaultKind[] = ['ingest', 'projector', 'dispatcher', 'api', 'postgres-fast', 'postgres-immediate', 'nats'];
+export type FaultKind = RoleName | 'postgres-fast' | 'postgres-immediate' | 'nats' | 'projector-frozen' | 'dispatcher-frozen';
+const KINDS: readonly FaultKind[] = ['ingest', 'projector', 'dispatcher', 'api', 'postgres-fast', 'postgres-immediate', 'nats', 'projector-frozen', 'dispatcher-frozen'];
 
 export interface FaultRecord {
   kind: FaultKind;
@@ -41,7 +42,8 @@ export class FaultSchedule {
   readonly #finished: Promise<void>[] = [];
   readonly #finish: (() => void)[] = [];
 
-  constructor(seed: number, rounds: number, messages: number) {
+  /** `leaseMs`: the roles' lease (a frozen process stays frozen past it). */
+  constructor(seed: number, rounds: number, messages: number, private readonly leaseMs = 2000) {
     const r = seededRng(seed ^ 0xfa17);
     const kinds: FaultKind[] = [];
     for (let round = 0; round < rounds; round++) {
@@ -82,6 +84,10 @@ export class FaultSchedule {
         }
         case 'nats':
           await t.nats.restart('SIGKILL', step.downMs);
+          break;
+        case 'projector-frozen':
+        case 'dispatcher-frozen':
+          await t.roles.pauseBesideStandby(step.kind === 'projector-frozen' ? 'projector' : 'dispatcher', this.leaseMs + 1000 + step.downMs);
           break;
         default:
           await t.roles.kill(step.kind, step.downMs);

@@ -23,6 +23,8 @@ export class RoleProcesses {
   readonly peakRss = new Map<RoleName, number>();
   readonly starts = new Map<RoleName, number>();
   readonly #procs = new Map<RoleName, Proc>();
+  /** Second processes of a role while they run beside the first (see `pauseBesideStandby`). */
+  readonly #standbys = new Map<RoleName, Proc>();
   readonly #expected = new WeakSet<Proc>();
   #sampler: NodeJS.Timeout | null = null;
   #closing = false;
@@ -37,12 +39,31 @@ export class RoleProcesses {
 
   /** Starts the role and waits for its "mailtally started" line. */
   async start(role: RoleName): Promise<Proc> {
-    const p = spawnCli(['serve', '--roles', role], { env: { ...this.envOf(role), LOG_LEVEL: 'info' } });
+    const p = this.#spawn(role);
     this.#procs.set(role, p);
-    this.starts.set(role, (this.starts.get(role) ?? 0) + 1);
-    void p.exited.then((exit) => this.#onExit(role, p, exit));
-    await p.waitForJson(`${role} to start`, (o) => o['msg'] === 'mailtally started', 90_000);
+    await p.waitForJson(`${role} to start`, (o) => o['msg'] === 'mailtally started', 300_000);
     return p;
+  }
+
+  /**
+   * A second process of the role starts beside the first; the first is then frozen (SIGSTOP)
+   * for `pauseMs` — past its leases, mid-transaction maybe — and thawed (SIGCONT), so both run
+   * believing they hold the work for `overlapMs`, until the first is SIGKILLed.
+   */
+  async pauseBesideStandby(role: RoleName, pauseMs: number, overlapMs = 3000): Promise<void> {
+    const old = this.proc(role);
+    const standby = this.#spawn(role);
+    this.#standbys.set(role, standby);
+    await standby.waitForJson(`a second ${role} to start`, (o) => o['msg'] === 'mailtally started', 300_000);
+    old.signal('SIGSTOP');
+    await sleep(pauseMs);
+    old.signal('SIGCONT');
+    await sleep(overlapMs);
+    this.#expected.add(old);
+    old.signal('SIGKILL');
+    await old.waitForExit(30_000);
+    this.#procs.set(role, standby);
+    this.#standbys.delete(role);
   }
 
   /** SIGKILL, wait for the exit, stay down `downMs`, start again. */
@@ -58,7 +79,7 @@ export class RoleProcesses {
   /** Samples every running process's RSS every `everyMs`. */
   sampleRss(everyMs = 250): void {
     this.#sampler = setInterval(() => {
-      for (const [role, p] of this.#procs) {
+      for (const [role, p] of [...this.#procs, ...this.#standbys]) {
         if (p.exit !== null) continue;
         const rss = rssOf(p.pid);
         if (rss !== null && rss > (this.peakRss.get(role) ?? 0)) this.peakRss.set(role, rss);
@@ -72,7 +93,7 @@ export class RoleProcesses {
     if (this.#sampler !== null) clearInterval(this.#sampler);
     const exits = new Map<RoleName, Exit>();
     await Promise.all(
-      [...this.#procs].map(async ([role, p]) => {
+      [...this.#standbys, ...this.#procs].map(async ([role, p]) => {
         this.#expected.add(p);
         exits.set(role, await p.stop(graceMs));
       }),
@@ -82,10 +103,17 @@ export class RoleProcesses {
 
   /** SIGKILLs every process at once, synchronously (for a process 'exit' hook). */
   killNow(): void {
-    for (const p of this.#procs.values()) {
+    for (const p of [...this.#procs.values(), ...this.#standbys.values()]) {
       this.#expected.add(p);
       p.signal('SIGKILL');
     }
+  }
+
+  #spawn(role: RoleName): Proc {
+    const p = spawnCli(['serve', '--roles', role], { env: { ...this.envOf(role), LOG_LEVEL: 'info' } });
+    this.starts.set(role, (this.starts.get(role) ?? 0) + 1);
+    void p.exited.then((exit) => this.#onExit(role, p, exit));
+    return p;
   }
 
   #onExit(role: RoleName, p: Proc, exit: Exit): void {
