@@ -2,6 +2,7 @@ import { parseExactJson, stringifyExactJson } from './exact-json.js';
 import { fastDecodeText, fastDecodeValue } from './fast-decode.js';
 import { type CheckedEvent, type DecodeContext, type LogEventRow, toLogRow } from './log-row.js';
 import { describeIssues, rawEventSchema } from './schema.js';
+import { unstorableText } from './storable.js';
 
 /**
  * Raw event → a row for the log: validated against the contract, given its EventID, and
@@ -64,8 +65,9 @@ export function decodeEventValueStrictly(value: unknown, ctx: DecodeContext, pay
     return { ok: false, reason: `event: "${e.event}" does not match the subject's event "${ctx.subjectEvent}"` };
   }
   const text = payloadText ?? stringifyExactJson(raw);
-  // jsonb cannot hold U+0000; refusing it here keeps one bad event from failing a whole batch.
-  if (text.includes('\\u0000')) return { ok: false, reason: 'event contains a NUL character (\\u0000), which cannot be stored' };
+  // jsonb cannot hold U+0000 or a lone surrogate; refusing them here keeps one bad event from failing a whole batch.
+  const unstorable = unstorableText(text, raw);
+  if (unstorable !== null) return { ok: false, reason: unstorable };
 
   // Failure fields count only when `error` itself is there (as they always have).
   const failure = 'error' in e ? e : null;

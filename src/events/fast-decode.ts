@@ -1,6 +1,7 @@
 import { stringifyExactJson } from './exact-json.js';
 import { type CheckedEvent, type DecodeContext, type LogEventRow, toLogRow } from './log-row.js';
 import { type EventType, INT64_MAX, MAX_UNIX_SECONDS, UINT64_MAX, isEmailAddress } from './schema.js';
+import { SUSPECT_ESCAPE } from './storable.js';
 
 /**
  * The fast path of decoding: the contract checked by hand for the common shapes of valid events,
@@ -117,7 +118,8 @@ export function fastDecodeValue(value: unknown, ctx: DecodeContext, text?: strin
   if (messageId === null) return null;
 
   const payload = text ?? stringifyExactJson(o);
-  if (payload.includes('\\u0000')) return null;
+  // U+0000 or a surrogate escape: the zod path decides whether it can be stored.
+  if (payload.includes('\\u') && SUSPECT_ESCAPE.test(payload)) return null;
 
   const checked: CheckedEvent = {
     event: event as EventType,

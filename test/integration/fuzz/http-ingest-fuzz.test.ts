@@ -139,4 +139,26 @@ describe('POST /v1/events under fuzzed input', () => {
     expect(await countRows(t.db, 'events')).toBe(events);
     expect(await countRows(t.db, 'dead_letters')).toBe(letters);
   });
+
+  it('tells what jsonb cannot store from what only looks like it', async () => {
+    const base = { event: 'open', time: 1_700_000_000, MessageID: 5, email: 'esc@example.com' };
+    // Written as a producer that escapes everything but ASCII would (a surrogate pair), and a literal backslash.
+    const body = `[${JSON.stringify({ ...base, EventID: 'pair', CustomID: 'x' }).replace('"x"', '"smile \\ud83d\\ude00"')},${JSON.stringify({ ...base, EventID: 'literal', CustomID: 'back\\u0000slash' })},${JSON.stringify({ ...base, EventID: 'lone', CustomID: 'a\ud800b' })},${JSON.stringify({ ...base, EventID: 'nul', CustomID: 'a\u0000b' })}]`;
+    expect(body).toContain('\\ud83d\\ude00');
+    const res = await post(body);
+    expect(res.body).toEqual({
+      Accepted: 2,
+      Duplicates: 0,
+      Rejected: 2,
+      Errors: [
+        { Index: 2, Reason: 'event contains a lone UTF-16 surrogate (\\ud800), which cannot be stored' },
+        { Index: 3, Reason: 'event contains a NUL character (\\u0000), which cannot be stored' },
+      ],
+    });
+    const rows = await t.db.kysely.selectFrom('events').select(['event_id', 'payload']).where('event_id', 'in', ['pair', 'literal']).orderBy('event_id').execute();
+    expect(rows.map((r) => [r.event_id, (r.payload as { CustomID: string }).CustomID])).toEqual([
+      ['literal', 'back\\u0000slash'],
+      ['pair', 'smile \ud83d\ude00'],
+    ]);
+  });
 });

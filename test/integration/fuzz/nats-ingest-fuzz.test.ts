@@ -164,7 +164,7 @@ const REASONS: [RegExp, RegExp][] = [
   [/^subject event differs$/, /does not match the subject's event/],
   [/^APIKeyID not/, /APIKeyID/],
   [/^NUL character$/, /NUL/],
-  [/^lone surrogate/, /^refused by the database: /],
+  [/^lone surrogate/, /^event contains a lone UTF-16 surrogate/],
   [/^bad time$|^missing time$/, /^time: /],
   [/^bad MessageID$|^missing MessageID$/, /^MessageID: /],
   [/^bad email$|^missing email$/, /^email: /],
