@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DEFAULT_TENANTS } from '../../bench/support/generate.js';
@@ -41,6 +43,7 @@ const RSS_LIMIT = Number(process.env['FAULTS_RSS_LIMIT_MB'] ?? 1024) * 1024 * 10
 /** After Postgres is back, how long its clients may take to notice (the windows' tail). */
 const GRACE_MS = 2000;
 const CATCH_UP_MS = Math.max(180_000, EVENTS * 3);
+const LOG_DIR = process.env['FAULTS_LOG_DIR'] ?? join(tmpdir(), `mailtally-faults-${process.pid}`);
 
 const say = (line: string) => console.log(`[faults] ${line}`);
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -84,7 +87,10 @@ describe('the assembled service under faults', () => {
       API_RATE_LIMIT: '0',
     };
     const roles = new RoleProcesses((role: RoleName) => ({ ...base, PORT: role === 'api' ? String(apiPort) : '0' }));
-    cleanups.push(async () => void (await roles.stopAll(3000)));
+    cleanups.push(async () => {
+      await roles.stopAll(3000);
+      roles.writeLogs(LOG_DIR);
+    });
     // Should the runner die, leave no server or role behind.
     process.once('exit', () => {
       roles.killNow();
@@ -125,8 +131,11 @@ describe('the assembled service under faults', () => {
     const publishing = publishPaced(nats.url, messages, { ratePerSecond: messages.length / PUBLISH_SECONDS, gate: (i) => schedule.gate(i), progress });
     const receiverFaults = (async () => {
       while (progress.started < messages.length / 4) await sleep(50);
+      // Failing for at least 5 s and 50 answers (however slowly deliveries come), then refusing connections.
       await flaky.setMode('fail');
-      await sleep(5000);
+      const failFrom = Date.now();
+      while (Date.now() - failFrom < 5000 || (flaky.failed < 50 && Date.now() - failFrom < 120_000)) await sleep(100);
+      say(`flaky receiver: ${flaky.failed} answers 500 in ${((Date.now() - failFrom) / 1000).toFixed(1)} s, now refusing connections for 5 s`);
       await flaky.setMode('down');
       await sleep(5000);
       await flaky.setMode('ok');
@@ -155,6 +164,8 @@ describe('the assembled service under faults', () => {
     say(`caught up ${((Date.now() - caughtUpFrom) / 1000).toFixed(1)} s after publishing ended`);
     await probe.stop();
     const exits = await roles.stopAll();
+    roles.writeLogs(LOG_DIR);
+    say(`role process logs in ${LOG_DIR}`);
 
     // Report.
     for (const f of schedule.done) say(`  ${f.kind.padEnd(18)} at message ${f.position} (${(f.at / 1000).toFixed(1)} s), down ${f.downMs} ms, back at ${(f.back / 1000).toFixed(1)} s`);
@@ -189,11 +200,12 @@ describe('the assembled service under faults', () => {
     // 3. Every webhook-eligible event reached its URL, unless the retry policy gave it up.
     const ledger = await webhookLedger(db.kysely, urls, accepted);
     const sum = (f: (l: (typeof ledger)[number]) => number) => ledger.reduce((s, l) => s + f(l), 0);
-    say(`webhooks: ${sum((l) => l.expected)} eligible, ${sum((l) => l.delivered)} delivered, ${sum((l) => l.givenUp)} given up, ${sum((l) => l.repeats)} repeated requests; flaky receiver saw ${flaky.requests.length} requests`);
+    say(`webhooks: ${sum((l) => l.expected)} eligible, ${sum((l) => l.delivered)} delivered, ${sum((l) => l.givenUp)} given up, ${sum((l) => l.repeats)} repeated requests; flaky receiver saw ${flaky.requests.length} requests, failed ${flaky.failed}`);
     const repeated = ledger.filter((l) => l.repeats > 0).map((l) => `t${l.tenant}/${l.type} v${l.version}: ${l.repeats}`);
     if (repeated.length > 0) say(`  repeated requests by URL: ${repeated.join(', ')}`);
     expect(ledger.filter((l) => l.missing > l.givenUp || l.foreign > 0), 'URLs missing events or given foreign ones').toEqual([]);
     expect(sum((l) => l.expected)).toBeGreaterThan(0);
+    expect(flaky.failed, 'requests the flaky receiver failed (the retry path was taken)').toBeGreaterThanOrEqual(50);
 
     // 4. No 5xx outside the windows when Postgres was down; the API did answer.
     expect(fiveHundredsOutside(probe.calls, schedule.postgresDown).slice(0, 10), '5xx while Postgres was up').toEqual([]);

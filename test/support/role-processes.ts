@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { type Exit, type Proc, sleep, spawnCli } from './processes.js';
 
 /**
@@ -26,6 +27,8 @@ export class RoleProcesses {
   /** Second processes of a role while they run beside the first (see `pauseBesideStandby`). */
   readonly #standbys = new Map<RoleName, Proc>();
   readonly #expected = new WeakSet<Proc>();
+  /** Every process started, in order, for `writeLogs`. */
+  readonly #all: { role: RoleName; proc: Proc }[] = [];
   #sampler: NodeJS.Timeout | null = null;
   #closing = false;
 
@@ -101,6 +104,19 @@ export class RoleProcesses {
     return exits;
   }
 
+  /** Writes each process's output to `<dir>/<role>-<n>.log`; returns the file names. */
+  writeLogs(dir: string): string[] {
+    mkdirSync(dir, { recursive: true });
+    const seen = new Map<RoleName, number>();
+    return this.#all.map(({ role, proc }) => {
+      const n = (seen.get(role) ?? 0) + 1;
+      seen.set(role, n);
+      const file = join(dir, `${role}-${n}.log`);
+      writeFileSync(file, `${proc.stdout}\n--- stderr ---\n${proc.stderr}\n--- exit ${JSON.stringify(proc.exit)}\n`);
+      return file;
+    });
+  }
+
   /** SIGKILLs every process at once, synchronously (for a process 'exit' hook). */
   killNow(): void {
     for (const p of [...this.#procs.values(), ...this.#standbys.values()]) {
@@ -112,6 +128,7 @@ export class RoleProcesses {
   #spawn(role: RoleName): Proc {
     const p = spawnCli(['serve', '--roles', role], { env: { ...this.envOf(role), LOG_LEVEL: 'info' } });
     this.starts.set(role, (this.starts.get(role) ?? 0) + 1);
+    this.#all.push({ role, proc: p });
     void p.exited.then((exit) => this.#onExit(role, p, exit));
     return p;
   }

@@ -28,6 +28,8 @@ export type ReceiverMode = 'ok' | 'fail' | 'down';
 export class SwitchableReceiver {
   mode: ReceiverMode = 'ok';
   readonly requests: Received[] = [];
+  /** Requests answered 500 on purpose. */
+  failed = 0;
   #server: WebhookReceiver | null = null;
 
   private constructor(
@@ -62,7 +64,10 @@ export class SwitchableReceiver {
   async #listen(): Promise<void> {
     const behaviour: Behaviour = (req) => {
       this.requests.push(req);
-      if (this.mode !== 'ok') return { status: 500, body: 'failing on purpose' };
+      if (this.mode !== 'ok') {
+        this.failed += 1;
+        return { status: 500, body: 'failing on purpose' };
+      }
       const m = /^\/t(\d+)\/(\w+)$/.exec(req.path);
       if (m !== null) this.accepted.push({ tenant: m[1] as string, type: m[2] as string, webhookId: req.webhookId, body: req.body });
       return { status: 200, body: 'ok' };
