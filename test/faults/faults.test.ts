@@ -124,7 +124,7 @@ describe('the assembled service under faults', () => {
     const distinct = new Set(messages.map((m) => m.key));
     say(`seed ${SEED}: ${messages.length} messages, ${distinct.size} distinct events, ${tenants.length} tenants, publishing over ~${PUBLISH_SECONDS} s`);
 
-    const probe = new ApiProbe(apiUrl, probeTargets(keys));
+    const probe = new ApiProbe(apiUrl, probeTargets(keys), { concurrency: 4 });
     probe.start();
     const schedule = new FaultSchedule(SEED, Math.max(1, Math.round(PUBLISH_SECONDS / 40)), messages.length, Number(base.PROJECTOR_LEASE_MS));
     const progress = { started: 0 };
@@ -209,6 +209,8 @@ describe('the assembled service under faults', () => {
 
     // 4. No 5xx outside the windows when Postgres was down; the API did answer.
     expect(fiveHundredsOutside(probe.calls, schedule.postgresDown).slice(0, 10), '5xx while Postgres was up').toEqual([]);
+    // While it was down, the answer says so: 503 (retry shortly), never 500 (a fault of ours).
+    expect(probe.calls.filter((c) => c.status !== null && c.status >= 500 && c.status !== 503).slice(0, 10), '5xx other than 503').toEqual([]);
     expect(probe.calls.filter((c) => c.status === 200).length).toBeGreaterThan(0);
 
     // 5. Memory stayed bounded; no role crashed on its own; a SIGTERM stops each one cleanly.
