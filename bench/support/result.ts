@@ -12,7 +12,7 @@ import { machineLoad, sampleMachine } from './proc.js';
 export interface Figure {
   name: string;
   unit: string;
-  /** Median of `perRun`. */
+  /** Median of `perRun` (runs without a figure, NaN, stored as null, left out). */
   value: number;
   perRun: number[];
   /** The same-run baseline, measured in each run beside the figure. */
@@ -49,9 +49,9 @@ export function figure(f: FigureInput): Figure {
   return {
     name: f.name,
     unit: f.unit,
-    value: median(f.perRun),
+    value: median(f.perRun.filter(Number.isFinite)),
     perRun: f.perRun,
-    baseline: f.baseline !== undefined ? { ...f.baseline, value: median(f.baseline.perRun) } : null,
+    baseline: f.baseline !== undefined ? { ...f.baseline, value: median(f.baseline.perRun.filter(Number.isFinite)) } : null,
     ratio: ratios.length > 0 ? median(ratios) : null,
     better: f.better ?? 'higher',
     ...(f.note !== undefined ? { note: f.note } : {}),

@@ -1,0 +1,32 @@
+import type { FigureInput } from '../support/result.js';
+
+interface Percentiles {
+  p50: number;
+  p99: number;
+}
+interface FreshnessRun {
+  probes: number;
+  unseen: number;
+  visible: Percentiles;
+  natsAck: Percentiles;
+}
+
+/**
+ * Per rate, publish → visible p50 and p99 beside the NATS publish → ack baseline. A run in which
+ * no probe became visible before it ended has no figure (NaN, stored as null), not 0.
+ */
+export function freshnessFigures(results: readonly { rate: number; achievedRate: number; perRun: readonly FreshnessRun[] }[]): FigureInput[] {
+  return results.flatMap((r) => {
+    const seen = (x: FreshnessRun, ms: number) => (x.unseen < x.probes ? ms : NaN);
+    const unseen = r.perRun.filter((x) => x.unseen > 0).map((x) => `${x.unseen}/${x.probes}`);
+    const note = `publisher reached ${r.achievedRate}/s${unseen.length > 0 ? `; probes not visible by the end of a run: ${unseen.join(' · ')} (percentiles over the visible ones only)` : ''}`;
+    return (['p50', 'p99'] as const).map((p) => ({
+      name: `${r.rate}/s: publish → visible in the read model, ${p}`,
+      unit: 'ms',
+      better: 'lower' as const,
+      perRun: r.perRun.map((x) => seen(x, x.visible[p])),
+      baseline: { name: `NATS publish → ack, ${p}`, perRun: r.perRun.map((x) => seen(x, x.natsAck[p])) },
+      note,
+    }));
+  });
+}
