@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -11,8 +11,10 @@ import { migrateToLatest } from '../src/db/migrate.js';
 import { createApiKey } from '../src/keys/key-store.js';
 import { median, RESULTS_DIR, sourceVersion } from './ingest/report.js';
 import { Cleanup } from './support/cleanup.js';
+import { formatProfileSummary, type ProfileSummary, summarizeCpuProfile } from './support/cpu-profile.js';
 import { DEFAULT_TENANTS, generateEvents } from './support/generate.js';
 import type { BenchOptions } from './support/options.js';
+import { cpuMs, machineLoad, pidsNamed, sampleMachine } from './support/proc.js';
 import { freshnessFigures } from './freshness/figures.js';
 import { startResult } from './support/result.js';
 import { createBenchStream, createScratchDatabase, NATS_URL } from './support/scratch.js';
@@ -23,12 +25,17 @@ import { createBenchStream, createScratchDatabase, NATS_URL } from './support/sc
  * messages (a `sent` for a new message of a dedicated tenant, 50 a second). For each probe:
  * publish → stored in the log (its row's recorded_at) and publish → visible in the `messages`
  * read model (polled every 2 ms). Same-run baseline: NATS publish → ack round trip alone.
+ * Per run it also reports where the CPU went while publishing (the service process, the
+ * database's Postgres backends, nats-server, this process: publisher and poller) and how busy
+ * the machine was, other work on it included. `--profile` writes a CPU profile of the service
+ * and summarizes the first run's publishing window. FRESHNESS_RATES (e.g. `5000`) and
+ * FRESHNESS_SECONDS narrow a run while iterating.
  */
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
-const RATES = [1000, 5000, 20_000];
+const RATES = process.env['FRESHNESS_RATES'] !== undefined ? process.env['FRESHNESS_RATES'].split(',').map(Number) : [1000, 5000, 20_000];
 const PROBES_PER_SEC = 50;
-const DURATION_S = 15;
+const DURATION_S = Number(process.env['FRESHNESS_SECONDS'] ?? 15);
 
 export async function runFreshnessBench(opts: BenchOptions): Promise<void> {
   const seconds = DURATION_S;
@@ -36,15 +43,21 @@ export async function runFreshnessBench(opts: BenchOptions): Promise<void> {
   const cleanup = new Cleanup();
   const onSignal = () => void cleanup.runAll().finally(() => process.exit(130));
   process.once('SIGINT', onSignal);
+  const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+  const profiles: Record<string, ProfileSummary | null> = {};
   try {
     const results = [];
     for (const rate of RATES) {
       const perRun = [];
       for (let run = 1; run <= opts.runs; run++) {
-        const r = await oneRun(cleanup, rate, seconds);
+        const profileDir = opts.profile && run === 1 ? join(RESULTS_DIR, 'profiles', `freshness-${stamp}`, `${rate}`) : null;
+        const r = await oneRun(cleanup, rate, seconds, profileDir);
         perRun.push(r);
+        if (profileDir !== null) profiles[`${rate}/s`] = summarizeProfile(profileDir, r.window);
+        const cpu = r.cpu;
         process.stderr.write(
-          `${rate}/s run ${run}: visible p50 ${r.visible.p50} ms p99 ${r.visible.p99} ms max ${r.visible.max} | stored p50 ${r.stored.p50} p99 ${r.stored.p99} | NATS ack p50 ${r.natsAck.p50} p99 ${r.natsAck.p99} | achieved ${r.achievedRate}/s\n`,
+          `${rate}/s run ${run}: visible p50 ${r.visible.p50} ms p99 ${r.visible.p99} ms max ${r.visible.max} | stored p50 ${r.stored.p50} p99 ${r.stored.p99} | NATS ack p50 ${r.natsAck.p50} p99 ${r.natsAck.p99} | achieved ${r.achievedRate}/s` +
+            ` | CPU (cores) service ${cpu.service} postgres ${cpu.postgres} nats ${cpu.nats} publisher ${cpu.publisher}, machine busy ${cpu.machineBusy} pressure ${cpu.cpuPressure}\n`,
         );
       }
       results.push({
@@ -56,6 +69,9 @@ export async function runFreshnessBench(opts: BenchOptions): Promise<void> {
         natsAckP50: median(perRun.map((r) => r.natsAck.p50)),
         natsAckP99: median(perRun.map((r) => r.natsAck.p99)),
         achievedRate: median(perRun.map((r) => r.achievedRate)),
+        serviceCores: median(perRun.map((r) => r.cpu.service)),
+        postgresCores: median(perRun.map((r) => r.cpu.postgres)),
+        machineBusy: median(perRun.map((r) => r.cpu.machineBusy)),
         perRun,
       });
     }
@@ -64,13 +80,14 @@ export async function runFreshnessBench(opts: BenchOptions): Promise<void> {
       Object.fromEntries(
         results.map((r) => [
           `${r.rate}/s`,
-          { 'visible p50': r.visibleP50, 'visible p99': r.visibleP99, 'in log p50': r.storedP50, 'in log p99': r.storedP99, 'baseline NATS ack p50': r.natsAckP50, 'baseline NATS ack p99': r.natsAckP99, 'achieved/s': r.achievedRate },
+          { 'visible p50': r.visibleP50, 'visible p99': r.visibleP99, 'in log p50': r.storedP50, 'in log p99': r.storedP99, 'baseline NATS ack p50': r.natsAckP50, 'baseline NATS ack p99': r.natsAckP99, 'achieved/s': r.achievedRate, 'service cores': r.serviceCores, 'postgres cores': r.postgresCores, 'machine busy': r.machineBusy },
         ]),
       ),
     );
     mkdirSync(RESULTS_DIR, { recursive: true });
     const file = join(RESULTS_DIR, `freshness-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-    writeFileSync(file, `${JSON.stringify({ benchmark: 'freshness', seconds, source: sourceVersion(), results }, null, 2)}\n`);
+    writeFileSync(file, `${JSON.stringify({ benchmark: 'freshness', seconds, source: sourceVersion(), results, profiles }, null, 2)}\n`);
+    for (const [rate, profile] of Object.entries(profiles)) if (profile !== null) console.log(`\n${rate}: ${formatProfileSummary(profile)}`);
     console.log(`results: ${file}`);
     result.write({ rates: RATES, seconds, runs: opts.runs }, freshnessFigures(results));
   } finally {
@@ -85,7 +102,46 @@ interface Percentiles {
   max: number;
 }
 
-async function oneRun(cleanup: Cleanup, rate: number, seconds: number) {
+/** The service's main-thread profile (the largest file), cut to the publishing window. */
+function summarizeProfile(dir: string, window: { fromMsBeforeEnd: number; toMsBeforeEnd: number }): ProfileSummary | null {
+  const files = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).map((f) => join(dir, f));
+  const main = files.sort((a, b) => statSync(b).size - statSync(a).size)[0];
+  return main !== undefined ? summarizeCpuProfile(main, window) : null;
+}
+
+/** CPU time of the processes that share the machine during a run (ms so far); Postgres: the backends of the run's database. */
+async function cpuSnapshot(servicePid: number, poll: pg.Client) {
+  const { rows } = await poll.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database()');
+  const postgres = rows.map((r) => r.pid);
+  const nats = pidsNamed('nats-server');
+  const self = process.cpuUsage();
+  return {
+    service: cpuMs(servicePid),
+    postgres: new Map(postgres.map((pid) => [pid, cpuMs(pid)])),
+    nats: nats.reduce((sum, pid) => sum + cpuMs(pid), 0),
+    publisher: (self.user + self.system) / 1000,
+    machine: sampleMachine(),
+  };
+}
+
+type CpuSnapshot = Awaited<ReturnType<typeof cpuSnapshot>>;
+
+function cpuUsed(from: CpuSnapshot, to: CpuSnapshot, wallMs: number) {
+  let postgres = 0;
+  for (const [pid, ms] of to.postgres) postgres += ms - (from.postgres.get(pid) ?? 0);
+  const cores = (ms: number) => Math.round((ms / wallMs) * 100) / 100;
+  const load = machineLoad(from.machine, to.machine);
+  return {
+    service: cores(to.service - from.service),
+    postgres: cores(postgres),
+    nats: cores(to.nats - from.nats),
+    publisher: cores(to.publisher - from.publisher),
+    machineBusy: Math.round(load.busy * 100) / 100,
+    cpuPressure: Math.round(load.cpuPressure * 100) / 100,
+  };
+}
+
+async function oneRun(cleanup: Cleanup, rate: number, seconds: number, profileDir: string | null) {
   const scratch = await createScratchDatabase('mt_bench_fresh');
   const dropDb = cleanup.add('scratch database', () => scratch.drop());
   const db = await connectDb({ kind: 'postgres', url: scratch.url, poolSize: 2 });
@@ -98,11 +154,13 @@ async function oneRun(cleanup: Cleanup, rate: number, seconds: number) {
   const jsm = await jetstreamManager(nc);
   const stream = await createBenchStream(jsm);
   const dropStream = cleanup.add('stream', () => stream.delete());
-  const child = startService(scratch.url, stream.stream, stream.subjectPrefix);
+  if (profileDir !== null) mkdirSync(profileDir, { recursive: true });
+  const child = startService(scratch.url, stream.stream, stream.subjectPrefix, profileDir);
   const stopChild = cleanup.add('service', () => stopProcess(child));
 
   const poll = new pg.Client({ connectionString: scratch.url });
   await poll.connect();
+  let pollOpen = true;
   try {
     await waitForProjector(poll);
     const js = jetstream(nc);
@@ -119,6 +177,7 @@ async function oneRun(cleanup: Cleanup, rate: number, seconds: number) {
     const inflight = new Set<Promise<unknown>>();
     let nextProbeAt = started;
     let pending: string[] = [];
+    const cpuBefore = await cpuSnapshot(child.pid ?? 0, poll);
 
     const poller = (async () => {
       while (performance.now() < end + 10_000 && (performance.now() < end || publishedAt.size > 0)) {
@@ -161,7 +220,10 @@ async function oneRun(cleanup: Cleanup, rate: number, seconds: number) {
       if (inflight.size > 20_000) await Promise.race(inflight);
       await new Promise((r) => setTimeout(r, 1));
     }
-    const achievedRate = Math.round(published / ((performance.now() - started) / 1000));
+    const publishedFor = performance.now() - started;
+    const achievedRate = Math.round(published / (publishedFor / 1000));
+    const cpu = cpuUsed(cpuBefore, await cpuSnapshot(child.pid ?? 0, poll), publishedFor);
+    const publishingEndedAt = performance.now();
     await Promise.all(inflight);
     await poller;
     // publish → row stored: the probe rows' transaction time against their publish time.
@@ -175,9 +237,15 @@ async function oneRun(cleanup: Cleanup, rate: number, seconds: number) {
       const t = probePublishTimes.get(Number(seq));
       if (t !== undefined) stored.recordValue(Math.max(1, Math.round(Number(r.at) - (t + offset))));
     }
-    return { rate, achievedRate, probes: probeSeq, unseen: publishedAt.size, visible: pct(visible), stored: pct(stored), natsAck: pct(natsAck) };
-  } finally {
     await poll.end();
+    pollOpen = false;
+    await stopChild();
+    // The profile ends when the service exits: the publishing window, in ms before that.
+    const exitedAt = performance.now();
+    const window = { fromMsBeforeEnd: exitedAt - started, toMsBeforeEnd: exitedAt - publishingEndedAt };
+    return { rate, achievedRate, probes: probeSeq, unseen: publishedAt.size, visible: pct(visible), stored: pct(stored), natsAck: pct(natsAck), cpu, window };
+  } finally {
+    if (pollOpen) await poll.end();
     await stopChild();
     await dropStream();
     await nc.drain();
@@ -197,9 +265,10 @@ function pct(h: hdr.Histogram): Percentiles {
   return { p50: h.getValueAtPercentile(50), p99: h.getValueAtPercentile(99), max: h.maxValue };
 }
 
-function startService(databaseUrl: string, stream: string, subjectPrefix: string): ChildProcess {
+function startService(databaseUrl: string, stream: string, subjectPrefix: string, profileDir: string | null): ChildProcess {
   const env = { ...process.env, DATABASE_URL: databaseUrl, NATS_URL, NATS_STREAM: stream, NATS_SUBJECT_PREFIX: subjectPrefix, NATS_CONSUMER: `fresh-${stream}`, PORT: '0', LOG_LEVEL: 'warn', NODE_OPTIONS: '' };
-  const child = spawn(process.execPath, ['bin/mailtally.js', 'serve', '--roles', 'ingest,projector'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const profile = profileDir !== null ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  const child = spawn(process.execPath, [...profile, 'bin/mailtally.js', 'serve', '--roles', 'ingest,projector'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
   return child;
 }
 
