@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream';
 import type https from 'node:https';
 import Fastify, { LogController, type FastifyHttpsOptions, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Config } from '../config.js';
-import { isTransientDbError } from '../db/errors.js';
+import { isConnectionLoss, isTransientDbError } from '../db/errors.js';
 import { parseExactJson } from '../events/exact-json.js';
 import type { Logger } from '../logger.js';
 import { ApiError, apiErrors, envelope } from './errors.js';
@@ -13,6 +13,8 @@ import { ApiError, apiErrors, envelope } from './errors.js';
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
+/** Arrays and objects inside each other: no request needs more, and deeper ones overflow recursive code (copies, hashes) later. */
+export const MAX_JSON_DEPTH = 64;
 
 /**
  * The HTTP server every role shares: TLS when configured (plain HTTP only on loopback unless the
@@ -51,6 +53,9 @@ export function createServer(http: Config['http'], log: Logger): FastifyInstance
       return done(apiErrors.badRequest('Request body is not valid UTF-8'), undefined);
     }
     if (text.trim() === '') return done(null, undefined);
+    if (nestedDeeperThan(text, MAX_JSON_DEPTH)) {
+      return done(apiErrors.badRequest(`Request body is nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
+    }
     try {
       done(null, parseExactJson(text));
     } catch (err) {
@@ -75,6 +80,27 @@ function onError(err: unknown, req: FastifyRequest, reply: FastifyReply): void {
     .send(envelope(e.statusCode, e.message));
 }
 
+/** Whether JSON text opens more than `max` arrays/objects inside each other (brackets in strings do not count). */
+function nestedDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 34 /* " */) {
+      // Skip the string: to the next quote not escaped by an odd run of backslashes.
+      for (;;) {
+        i = text.indexOf('"', i + 1);
+        if (i < 0) return false; // unterminated: the parser refuses it
+        let k = i - 1;
+        while (text.charCodeAt(k) === 92 /* \ */) k--;
+        if ((i - 1 - k) % 2 === 0) break;
+      }
+    } else if (c === 91 /* [ */ || c === 123 /* { */) {
+      if (++depth > max) return true;
+    } else if (c === 93 /* ] */ || c === 125 /* } */) depth--;
+  }
+  return false;
+}
+
 /** A request Node's HTTP parser refused (bad request line, headers too large, timeout). */
 function answerClientError(err: Error & { code?: string }, socket: Duplex, log: Logger): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
@@ -97,7 +123,7 @@ function toApiError(err: unknown): ApiError {
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     return new ApiError(e.statusCode, e.message ?? 'Bad request');
   }
-  if (isTransientDbError(err) && typeof e.code === 'string') return apiErrors.unavailable();
+  if ((isTransientDbError(err) && typeof e.code === 'string') || isConnectionLoss(err)) return apiErrors.unavailable();
   return apiErrors.internal();
 }
 

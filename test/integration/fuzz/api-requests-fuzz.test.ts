@@ -127,8 +127,9 @@ const rawBody: fc.Arbitrary<string | Buffer> = fc.oneof(
   fc.constantFrom('', ' ', '{', '}', '[', '{"a":}', '{"EventType":"open",', 'nul', 'undefined', "{'a':1}", '{"a":1}{"b":2}', '\u0000', '\ufeff{}', '[]', '{}', 'null', '1e999', '-', '"'),
   fc.uint8Array({ maxLength: 100 }).map((b) => Buffer.from(b)),
   fc.constantFrom(Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]), Buffer.from([0xef, 0xbb, 0xbf, 0x7b, 0x7d])),
-  fc.integer({ min: 1, max: 20_000 }).map((n) => `${'['.repeat(n)}${']'.repeat(n)}`),
-  fc.integer({ min: 1, max: 5000 }).map((n) => `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`),
+  // Deep nesting, including depths that parse but overflow recursive code after the parser.
+  fc.oneof(fc.constantFrom(64, 65, 2000, 3000, 3500, 3900), fc.integer({ min: 1, max: 20_000 })).map((n) => `${'['.repeat(n)}${']'.repeat(n)}`),
+  fc.oneof(fc.constantFrom(64, 65, 2000, 3000, 3500), fc.integer({ min: 1, max: 5000 })).map((n) => `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`),
   fc.constant(`{"Url":"${'x'.repeat(1024 * 1024)}"}`),
   fc.jsonValue({ maxDepth: 3 }).map((v) => JSON.stringify(v)),
 );
@@ -176,6 +177,13 @@ describe('fuzzed requests', () => {
       contentType,
     });
     for (const r of fc.sample(events, { numRuns: 600, seed: SEED + 1 })) await check({ method: 'POST', url: '/v1/events', body: r.body, contentType: r.contentType });
+
+    // Every depth around where parsing still works but recursive code after it overflows.
+    for (let depth = 50; depth <= 6000; depth += depth < 1000 ? 475 : 150) {
+      for (const body of [`[${'['.repeat(depth)}${']'.repeat(depth)}]`, `[${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}]`, `${'{"x":'.repeat(depth)}1${'}'.repeat(depth)}`]) {
+        for (const url of ['/v1/events', '/v1/webhooks/replay', '/v3/REST/eventcallbackurl']) await check({ method: 'POST', url, body });
+      }
+    }
 
     const replay = fc.record({ body: fc.oneof({ weight: 3, arbitrary: objectBody(REPLAY_FIELDS, positionValue) }, { weight: 1, arbitrary: rawBody }), contentType });
     for (const r of fc.sample(replay, { numRuns: 500, seed: SEED + 2 })) await check({ method: 'POST', url: '/v1/webhooks/replay', body: r.body, contentType: r.contentType });
