@@ -11,6 +11,16 @@ export function isTransientDbError(err: unknown): boolean {
   return true;
 }
 
+/**
+ * The pg driver's own errors for a connection lost or never made (a server restart, a crash):
+ * they carry no code, unlike the server's SQLSTATEs and the socket's ECONNREFUSED / ECONNRESET.
+ */
+const CONNECTION_LOSS = /^(Connection terminated|Client has encountered a connection error|Client was closed|timeout exceeded when trying to connect)/;
+
+export function isConnectionLoss(err: unknown): boolean {
+  return err instanceof Error && (err as { code?: unknown }).code === undefined && CONNECTION_LOSS.test(err.message);
+}
+
 export function describeError(err: unknown): string {
   if (err instanceof Error) {
     const code = (err as { code?: unknown }).code;
