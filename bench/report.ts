@@ -97,6 +97,17 @@ function figureRows(r: BenchResult): string[] {
   });
 }
 
+/** A loud line when the machine had far more runnable work than cores during the runs. */
+function overloadWarning(results: readonly BenchResult[], cores: number): string[] {
+  const peak = Math.max(0, ...results.flatMap((r) => [r.load.start[0] ?? 0, r.load.end[0] ?? 0]));
+  if (peak <= 2 * cores) return [];
+  return [
+    `**The machine was overloaded during these runs** (1-minute load average up to ${peak.toFixed(1)} on ${cores} cores, other work included):`,
+    'absolute figures are far below what a quiet machine gives. Compare the same-run ratios, and even those with care.',
+    '',
+  ];
+}
+
 export async function renderReport(): Promise<string> {
   const results = BENCHES.map((b) => ({ ...b, result: loadResult(b.name) }));
   const present = results.filter((b) => b.result !== null);
@@ -106,13 +117,15 @@ export async function renderReport(): Promise<string> {
   const lines: string[] = [
     '# Benchmarks',
     '',
-    `Generated ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`npm run bench\` (\`bench/report.ts\`, from \`bench/results/<bench>.json\`).`,
+    `Generated ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC by \`bench/report.ts\` (\`npm run bench\`, or \`npm run bench -- report\`) from the latest \`bench/results/<bench>.json\` of each benchmark.`,
     'Every figure stands beside a baseline measured in the same run on the same machine; the ratio',
     '(figure ÷ baseline, median of the per-run ratios) is the number to compare across machines and',
     'days. Values are medians of the runs listed. The machine is shared: "load" is the 1-minute load',
     'average at the start → end of that benchmark, and how busy all cores were in between, anyone\'s',
-    'work included. ↓: lower is better.',
+    'work included. ↓: lower is better. Other work may change the tree while benchmarks run: each',
+    'benchmark records a commit (and the uncommitted files) with its result.',
     '',
+    ...overloadWarning(present.map((b) => b.result as BenchResult), cpu.length),
     '## Machine',
     '',
     `- CPU: ${cpu[0]?.model ?? '?'}, ${cpu.length} cores`,
