@@ -203,6 +203,11 @@ describe('the assembled service under faults', () => {
     say(`webhooks: ${sum((l) => l.expected)} eligible, ${sum((l) => l.delivered)} delivered, ${sum((l) => l.givenUp)} given up, ${sum((l) => l.repeats)} repeated requests; flaky receiver saw ${flaky.requests.length} requests, failed ${flaky.failed}`);
     const repeated = ledger.filter((l) => l.repeats > 0).map((l) => `t${l.tenant}/${l.type} v${l.version}: ${l.repeats}`);
     if (repeated.length > 0) say(`  repeated requests by URL: ${repeated.join(', ')}`);
+    const givenUp = await sql<Record<string, unknown>>`
+      SELECT a.webhook_id, a.url_id::text AS url_id, a.attempt, a.outcome, a.status_code, a.error_class, a.attempted_at::text AS at,
+             (SELECT count(*)::int FROM webhook_attempts b WHERE b.webhook_id = a.webhook_id AND b.outcome = 'delivered') AS delivered_attempts
+      FROM webhook_attempts a WHERE a.outcome IN ('expired', 'dropped') ORDER BY a.id LIMIT 10`.execute(db.kysely);
+    for (const g of givenUp.rows) say(`  given up: ${JSON.stringify(g)}`);
     expect(ledger.filter((l) => l.missing > l.givenUp || l.foreign > 0), 'URLs missing events or given foreign ones').toEqual([]);
     expect(sum((l) => l.expected)).toBeGreaterThan(0);
     expect(flaky.failed, 'requests the flaky receiver failed (the retry path was taken)').toBeGreaterThanOrEqual(50);
