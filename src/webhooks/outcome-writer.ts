@@ -15,7 +15,9 @@ import { type AttemptRow, attemptRow, insertAttempts } from './attempt-rows.js';
  * lane; a URL's last success and failure streak kept. A delivery out of retries kills its URL
  * when no success of the URL came after that delivery first failed (it is then rerouted with the
  * URL's other pending rows); otherwise the delivery alone expires. Each row is written only by
- * the holder of its claim, so a worker whose lease ran out cannot undo another's work.
+ * the holder of its claim, so a worker whose lease ran out cannot undo another's work: its
+ * attempt is still recorded (delivered or failed: the request was made), but it neither expires
+ * the delivery nor kills the URL — the row's new holder decides that.
  */
 
 export interface AttemptResult {
@@ -101,10 +103,16 @@ export class OutcomeWriter {
     const failedUrls = [...new Set(batch.filter((r) => !r.http.ok).map((r) => String(r.delivery.urlId)))];
     const counts = { delivered: 0, deliveredEvents: 0, failed: 0, expired: 0, died: 0 };
     const written = await this.db.transaction().execute(async (trx) => {
+      // The rows whose claim this worker still holds, locked until the commit.
+      const claims = JSON.stringify(batch.map((r) => ({ id: String(r.delivery.id), claim: r.delivery.claim })));
+      const heldRows = await sql<{ id: bigint }>`
+        SELECT w.id FROM webhook_deliveries AS w JOIN json_to_recordset(${claims}::json) AS x(id bigint, claim text) ON w.id = x.id AND w.claim = x.claim
+        FOR UPDATE OF w`.execute(trx);
+      const held = new Set(heldRows.rows.map((r) => String(r.id)));
       // Out of retries: the URL dies if it has not worked since this delivery first failed.
       const killed = new Set<string>();
       for (const r of batch) {
-        if (r.http.ok || nextRetry(schedule, r.delivery.attempts + 1, null).kind !== 'exhausted') continue;
+        if (r.http.ok || !held.has(String(r.delivery.id)) || nextRetry(schedule, r.delivery.attempts + 1, null).kind !== 'exhausted') continue;
         const since = r.delivery.firstFailedAt ?? r.attemptedAt;
         const k = await sql<{ id: bigint }>`
           UPDATE callback_urls SET status = 'dead', dead_since = now(), updated_at = now()
@@ -132,7 +140,14 @@ export class OutcomeWriter {
         const done = new Date(r.attemptedAt.getTime() + r.http.latencyMs);
         if (r.http.ok) urlHealth.set(String(d.urlId), { ok: true, at: done });
         else if (health === undefined || health.ok) urlHealth.set(String(d.urlId), { ok: false, at: r.attemptedAt });
-        if (r.http.ok) {
+        if (!held.has(String(d.id))) {
+          // Claimed by another worker since (this one's lease ran out): the attempt is only recorded.
+          outcome = r.http.ok ? 'delivered' : 'failed';
+          if (r.http.ok) {
+            counts.delivered += 1;
+            counts.deliveredEvents += d.eventCount;
+          } else counts.failed += 1;
+        } else if (r.http.ok) {
           removed.push({ id: String(d.id), claim: d.claim });
           counts.delivered += 1;
           counts.deliveredEvents += d.eventCount;
