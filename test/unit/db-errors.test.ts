@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { isConnectionLoss, isTransientDbError } from '../../src/db/errors.js';
+
+const withCode = (message: string, code: string) => Object.assign(new Error(message), { code });
+
+describe('database errors', () => {
+  it("takes the pg driver's code-less messages for a lost connection as connection loss", () => {
+    for (const message of [
+      'Connection terminated unexpectedly',
+      'Connection terminated due to connection timeout',
+      'Client has encountered a connection error and is not queryable',
+      'Client was closed and is not queryable',
+      'timeout exceeded when trying to connect',
+    ]) {
+      expect(isConnectionLoss(new Error(message)), message).toBe(true);
+    }
+  });
+
+  it('does not take server errors, coded errors or other messages for connection loss', () => {
+    expect(isConnectionLoss(withCode('terminating connection due to administrator command', '57P01'))).toBe(false);
+    expect(isConnectionLoss(withCode('Connection terminated unexpectedly', 'ECONNRESET'))).toBe(false);
+    expect(isConnectionLoss(new Error('duplicate key value violates unique constraint'))).toBe(false);
+    expect(isConnectionLoss('Connection terminated unexpectedly')).toBe(false);
+  });
+
+  it('retries connection, resource and serialization failures, not data errors', () => {
+    expect(isTransientDbError(withCode('admin shutdown', '57P01'))).toBe(true);
+    expect(isTransientDbError(withCode('could not serialize access', '40001'))).toBe(true);
+    expect(isTransientDbError(withCode('connection refused', 'ECONNREFUSED'))).toBe(true);
+    expect(isTransientDbError(new Error('Connection terminated unexpectedly'))).toBe(true);
+    expect(isTransientDbError(withCode('invalid input syntax for type bigint', '22P02'))).toBe(false);
+    expect(isTransientDbError(withCode('duplicate key value', '23505'))).toBe(false);
+  });
+});
