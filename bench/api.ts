@@ -119,7 +119,10 @@ export async function runApiBench(opts: BenchOptions): Promise<void> {
             unit: 'req/s',
             perRun: results[mode].map((run) => run[i + 1]?.full.rps ?? NaN),
             baseline: { name: 'GET /healthz, same server', perRun: results[mode].map((run) => run[0]?.full.rps ?? NaN) },
-            note: s !== undefined ? `p50 ${s.p50Ms} / p99 ${s.p99Ms} ms at full load; ${s.errors} errors` : '',
+            note:
+              s !== undefined
+                ? `p50 ${s.p50Ms} / p99 ${s.p99Ms} ms at full load; p50 ${s.moderateP50Ms} / p99 ${s.moderateP99Ms} ms at a moderate rate (¼ of the bare route's, ≤ 1000/s; the bare route's own p99 there: ${summary[mode]?.[0]?.moderateP99Ms ?? '?'} ms); ${s.errors} errors`
+                : '',
           };
         }),
       ),
