@@ -5,6 +5,7 @@ import { type CreatedApiKey, createApiKey } from '../../../src/keys/key-store.js
 import { type Service, startService } from '../../../src/main.js';
 import { type TestEnv, countRows, createTestEnv, quietLogger } from '../../support/harness.js';
 import { type Json, type ValueCase, eventCase, jsonText, validEvent } from './raw-event-arbitraries.js';
+import { basicAuth as basic } from '../../support/api.js';
 
 /**
  * POST /v1/events on a real listening server (api + ingest, real Postgres) with thousands of
@@ -24,7 +25,6 @@ let other: CreatedApiKey;
 let service: Service;
 let base: string;
 
-const basic = (k: CreatedApiKey) => `Basic ${Buffer.from(`${k.ApiKey}:${k.SecretKey}`).toString('base64')}`;
 
 beforeAll(async () => {
   t = await createTestEnv({ API_RATE_LIMIT: '0' });

@@ -6,6 +6,7 @@ import { type CreatedApiKey, createApiKey } from '../../../src/keys/key-store.js
 import { type Service, startService } from '../../../src/main.js';
 import { type TestEnv, countRows, createTestEnv, quietLogger, waitFor } from '../../support/harness.js';
 import { WebhookReceiver } from '../../support/webhook-receiver.js';
+import { basicAuth as basic } from '../../support/api.js';
 
 /**
  * Tenant isolation beyond the statistics resources (test/integration/api/tenancy.test.ts has
@@ -26,7 +27,6 @@ let ro: CreatedApiKey;
 const aUrls: Record<string, string> = {};
 let bSentUrl: string;
 
-const basic = (k: CreatedApiKey) => `Basic ${Buffer.from(`${k.ApiKey}:${k.SecretKey}`).toString('base64')}`;
 
 async function call(key: CreatedApiKey, method: string, url: string, body?: unknown) {
   const res = await app.inject({
