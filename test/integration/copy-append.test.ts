@@ -46,7 +46,7 @@ describe('copyAppend', () => {
     await other.connect();
     try {
       await other.query('BEGIN');
-      // Holds the append lock and an uncommitted 'race' row that copyAppend's lookup cannot see.
+      // Holds the append lock and an uncommitted 'race' row that copyAppend cannot see yet.
       await other.query(`INSERT INTO events (event_id, api_key_id, type, event_time, payload) VALUES ('race', 1, 'open', 1, '{}')`);
       let done = false;
       const pending = copyAppend(pgDb(), rows(['e', 'race', 'f']), []).finally(() => (done = true));
@@ -58,5 +58,21 @@ describe('copyAppend', () => {
       await other.end();
     }
     expect(await stored()).toEqual(['a', 'b', 'c', 'd', 'race', 'e', 'f']);
+  });
+
+  it('leaves nothing staged behind a refused batch: the next batch on the same connections stores only its own rows', async () => {
+    const bad = rows(['g', 'h']);
+    (bad[1] as LogEventRow).payload = '{"not json';
+    await expect(copyAppend(pgDb(), bad, [])).rejects.toThrow(/json/i);
+    // Every pooled connection takes a turn, so whichever one staged 'g' is used again.
+    for (const id of ['i', 'j', 'k', 'l']) expect(await copyAppend(pgDb(), rows([id]), [])).toEqual(new Set([eventKey('1', id)]));
+    expect(await stored()).toEqual(['a', 'b', 'c', 'd', 'race', 'e', 'f', 'i', 'j', 'k', 'l']);
+  });
+
+  it('writes dead letters alone, without touching the log', async () => {
+    const before = (await pool().query('SELECT count(*)::int AS n FROM dead_letters')).rows[0] as { n: number };
+    expect(await copyAppend(pgDb(), [], [{ source: 'nats', reason: 'bad', raw: Buffer.from('y'), message_key: 'k2' }])).toEqual(new Set());
+    expect((await pool().query('SELECT count(*)::int AS n FROM dead_letters')).rows[0]).toEqual({ n: before.n + 1 });
+    expect((await stored()).length).toBe(11);
   });
 });
