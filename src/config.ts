@@ -72,7 +72,7 @@ const envSchema = z.object({
   ALLOW_INSECURE_HTTP: bool.default(false),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PG_POOL_SIZE: int(2, 200).default(10),
-  INGEST_BATCH_SIZE: int(1, 10_000).default(1000),
+  INGEST_BATCH_SIZE: int(1, 10_000).default(2000),
   INGEST_BATCH_WAIT_MS: int(0, 10_000).default(5),
   INGEST_ACK_WAIT_MS: int(1000, 3_600_000).default(30_000),
   INGEST_WORKERS: int(1, 64).default(1),

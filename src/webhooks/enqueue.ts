@@ -11,7 +11,9 @@ import { type BatchAppend as Append, type NewDelivery, appendToBatches, insertDe
  * primary URL for its type or, while that one is dead, to the alive backup. Version 1 URLs get
  * one row per event (webhook-id `msg_<position>`, the same on every retry and replay); Version 2
  * URLs get batches (`bat_<uuid>`) that stay open for the grouping window and up to a count and
- * a size, the events of several calls joining the same batch while it waits.
+ * a size, the events of several calls joining the same batch while it waits. The window counts
+ * from the batch's first event entering the log, so events read late (a backlog, a replay)
+ * are not held back again: a batch is due at most the window after its first event arrived.
  */
 
 export interface GroupingLimits {
@@ -31,6 +33,8 @@ export interface LogEventForWebhooks {
   contact_id: bigint;
   list_id: bigint;
   payload: string | null;
+  /** Milliseconds since the event entered the log, when it was read (the database's clock). */
+  age_ms: number;
 }
 
 /** A Version 2 batch still open for more events, as the enqueuer last left it. */
@@ -71,6 +75,7 @@ export const isWebhookType = (t: string): t is WebhookEventType => (WEBHOOK_EVEN
  * the event's type (most events of most tenants need nothing but their position).
  */
 export const LOG_SELECT = sql`e.position, e.api_key_id, e.type, e.event_time, e.message_id::text AS message_id, e.campaign_id, e.contact_id, e.list_id,
+  greatest(0, extract(epoch FROM clock_timestamp() - e.recorded_at) * 1000)::int AS age_ms,
   CASE WHEN EXISTS (SELECT 1 FROM callback_urls u WHERE u.api_key_id = e.api_key_id AND u.event_type = e.type) THEN e.payload::text END AS payload`;
 
 export async function enqueueEvents(
@@ -87,7 +92,7 @@ export async function enqueueEvents(
 
   const routes = await loadRoutes(db, [...new Set(wanted.map((e) => e.api_key_id))]);
   const single: NewDelivery[] = [];
-  const grouped = new Map<string, { route: Route; apiKeyId: bigint; events: string[]; positions: bigint[]; sizes: number[]; start: number }>();
+  const grouped = new Map<string, { route: Route; apiKeyId: bigint; events: string[]; positions: bigint[]; sizes: number[]; ages: number[]; start: number }>();
   let routed = 0;
   for (const e of wanted) {
     const route = routes.get(`${e.api_key_id}:${e.type}`);
@@ -101,8 +106,9 @@ export async function enqueueEvents(
     }
     const key = String(route.urlId);
     let g = grouped.get(key);
-    if (g === undefined) grouped.set(key, (g = { route, apiKeyId: e.api_key_id, events: [], positions: [], sizes: [], start: 0 }));
+    if (g === undefined) grouped.set(key, (g = { route, apiKeyId: e.api_key_id, events: [], positions: [], sizes: [], ages: [], start: 0 }));
     g.events.push(json);
+    g.ages.push(e.age_ms);
     g.positions.push(e.position);
     g.sizes.push(bytes);
   }
@@ -141,8 +147,8 @@ export async function enqueueEvents(
         events: g.events.slice(i, i + take),
         positions: g.positions.slice(i, i + take),
         bytes,
-        // A full batch goes at once; the others wait for the window to gather more.
-        delayMs: i + take < g.events.length || isFull(take, bytes, limits) ? 0 : limits.windowMs,
+        // A full batch goes at once; the others wait for what is left of the window to gather more.
+        delayMs: i + take < g.events.length || isFull(take, bytes, limits) ? 0 : Math.max(0, limits.windowMs - (g.ages[i] ?? 0)),
       });
       i += take;
     }

@@ -1,0 +1,78 @@
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Db } from '../../../src/db/connect.js';
+import { LOG_SELECT, type LogEventForWebhooks, enqueueEvents } from '../../../src/webhooks/enqueue.js';
+import { DIALECTS, openMigratedDb } from '../../support/databases.js';
+import { append } from '../../support/projections.js';
+import { hook } from './fixture.js';
+
+/**
+ * A Version 2 batch waits at most the grouping window after its first event entered the log:
+ * events read as they arrive wait for company, events read later (a backlog, a dispatcher that
+ * was down) wait only for what is left of their window, or not at all.
+ */
+
+const WINDOW_MS = 2000;
+const LIMITS = { windowMs: WINDOW_MS, maxEvents: 100, maxBytes: 262_144 };
+
+describe.each(DIALECTS)('Version 2 grouping window on %s', (dialect) => {
+  let db: Db;
+  let cleanup: () => Promise<void>;
+
+  beforeAll(async () => {
+    ({ db, cleanup } = await openMigratedDb(dialect));
+    await hook(db, '5', { EventType: 'open', Url: 'http://127.0.0.1:9/grouped', Version: 2 });
+  });
+  afterAll(async () => cleanup?.());
+
+  const opens = (prefix: string, n: number) =>
+    Array.from({ length: n }, (_, i) => ({ event: 'open', time: 1_433_334_000 + i, MessageID: String(5000 + i), email: `w${i}@example.com`, EventID: `${prefix}-${i}` }));
+
+  /** The log rows of these EventIDs as the fan-out reads them, and the seconds until the batch made of them is due. */
+  async function enqueueAndDueIn(prefix: string, age: (rows: LogEventForWebhooks[]) => void): Promise<number> {
+    const { rows } = await sql<LogEventForWebhooks>`SELECT ${LOG_SELECT} FROM events e WHERE e.event_id LIKE ${`${prefix}-%`} ORDER BY e.position`.execute(db.kysely);
+    expect(rows.length).toBeGreaterThan(0);
+    age(rows);
+    const result = await db.kysely.transaction().execute((trx) => enqueueEvents(trx, rows, LIMITS, new Map()));
+    expect(result.deliveries).toBe(1);
+    const due = await sql<{ s: number }>`
+      SELECT extract(epoch FROM due_at - now())::float8 AS s FROM webhook_deliveries
+      WHERE positions[1] = ${rows[0]?.position} AND attempts = 0`.execute(db.kysely);
+    return Number(due.rows[0]?.s);
+  }
+
+  it('reads how long ago each event entered the log', async () => {
+    await append(db, '5', opens('fresh', 3));
+    const { rows } = await sql<LogEventForWebhooks>`SELECT ${LOG_SELECT} FROM events e WHERE e.event_id LIKE 'fresh-%'`.execute(db.kysely);
+    for (const r of rows) {
+      expect(r.age_ms).toBeGreaterThanOrEqual(0);
+      expect(r.age_ms).toBeLessThan(10_000);
+    }
+  });
+
+  it('keeps a batch of events read as they arrive open for the whole window', async () => {
+    await append(db, '5', opens('now', 3));
+    const dueIn = await enqueueAndDueIn('now', (rows) => {
+      for (const r of rows) r.age_ms = 0;
+    });
+    expect(dueIn).toBeGreaterThan((WINDOW_MS - 200) / 1000);
+    expect(dueIn).toBeLessThanOrEqual(WINDOW_MS / 1000 + 0.05);
+  });
+
+  it('waits only for what is left of the window after the first event arrived', async () => {
+    await append(db, '5', opens('half', 3));
+    const dueIn = await enqueueAndDueIn('half', (rows) => {
+      for (const r of rows) r.age_ms = WINDOW_MS / 2;
+    });
+    expect(dueIn).toBeGreaterThan(WINDOW_MS / 2 / 1000 - 0.2);
+    expect(dueIn).toBeLessThanOrEqual(WINDOW_MS / 2 / 1000 + 0.05);
+  });
+
+  it('sends a batch at once when its first event is older than the window', async () => {
+    await append(db, '5', opens('old', 3));
+    const dueIn = await enqueueAndDueIn('old', (rows) => {
+      rows.forEach((r, i) => (r.age_ms = WINDOW_MS + 500 - i));
+    });
+    expect(dueIn).toBeLessThanOrEqual(0.05);
+  });
+});
