@@ -18,7 +18,9 @@ import { parseAllowList } from './ssrf-guard.js';
  * The webhook dispatcher: the fan-out (log → outbox, exactly once, one process at a time)
  * and two delivery lanes (first attempts, retries) claiming from the outbox in every process.
  * A claim is committed before its HTTP call and the outcome is written after it in a new short
- * transaction, so a crash loses nothing and repeats at most what was in flight.
+ * transaction, so a crash loses nothing and repeats at most what was in flight. Version 1 first
+ * attempts that fit the first lane's free slots are inserted already claimed by the fan-out and
+ * handed to the lane after its commit (fan-out.ts), the rest are claimed from the outbox.
  */
 
 export interface DispatcherOptions {
@@ -62,6 +64,11 @@ export class Dispatcher {
     private readonly options: DispatcherOptions,
     private readonly log: Logger,
   ) {
+    this.#http = new HttpDelivery({ allowList: parseAllowList(options.allowList), deadlineMs: options.timeoutMs });
+    // A claim outlives its request (bounded by the deadline) and the write of its outcome.
+    const leaseMs = 2 * options.timeoutMs + 1000;
+    this.#first = new Lane(db, { retry: false, concurrency: options.concurrency, perUrl: options.urlConcurrency, pollMs: options.pollMs, leaseMs }, (r) => this.#deliver(r), log);
+    const first = this.#first;
     this.#fanOut = new FanOut(
       db,
       {
@@ -72,12 +79,9 @@ export class Dispatcher {
       },
       log,
       (dueInMs) => this.#wakeLanesIn(dueInMs),
+      { leaseMs, reserve: (u) => first.reserve(u), unreserve: (u) => first.unreserve(u), start: (r) => first.startReserved(r) },
     );
     this.#stats = emptyStats(this.#fanOut.stats);
-    this.#http = new HttpDelivery({ allowList: parseAllowList(options.allowList), deadlineMs: options.timeoutMs });
-    // A claim outlives its request (bounded by the deadline) and the write of its outcome.
-    const leaseMs = 2 * options.timeoutMs + 1000;
-    this.#first = new Lane(db, { retry: false, concurrency: options.concurrency, perUrl: options.urlConcurrency, pollMs: options.pollMs, leaseMs }, (r) => this.#deliver(r), log);
     this.#retry = new Lane(
       db,
       { retry: true, concurrency: options.retryConcurrency, perUrl: Math.max(1, Math.ceil(options.urlConcurrency / 4)), pollMs: options.pollMs, leaseMs },

@@ -4,7 +4,7 @@ import type { Database } from '../db/schema.js';
 import { WEBHOOK_EVENT_TYPES } from '../events/schema.js';
 import type { CallbackUrlVersion, WebhookEventType } from './callback-url-input.js';
 import { mailjetCallbackJson } from './mailjet-payload.js';
-import { type BatchAppend as Append, type NewDelivery, appendToBatches, insertDeliveries } from './outbox.js';
+import { type BatchAppend as Append, type ClaimedDelivery, type NewDelivery, appendToBatches, insertDeliveries } from './outbox.js';
 
 /**
  * Log events → outbox rows, in the caller's transaction. Each event goes to its tenant's alive
@@ -56,6 +56,20 @@ interface BatchAppend extends Append {
 interface Route {
   urlId: bigint;
   version: CallbackUrlVersion;
+  url: string;
+  secret: string;
+  isBackup: boolean;
+}
+
+/**
+ * Lets the caller claim Version 1 first attempts as they are enqueued, so that it can start
+ * them itself once the transaction commits (no claim query, no body read back): `reserve`
+ * takes a delivery slot for the URL, or says there is none (the row is then left unclaimed).
+ */
+export interface FirstAttemptClaimer {
+  readonly claim: string;
+  readonly leaseMs: number;
+  reserve(urlId: bigint): boolean;
 }
 
 export interface EnqueueResult {
@@ -63,6 +77,8 @@ export interface EnqueueResult {
   events: number;
   /** Open batches after this call, to pass to the next one once the transaction commits. */
   openBatches: Map<string, OpenBatch>;
+  /** The rows inserted already claimed (one per slot the claimer reserved), to start after the commit. */
+  claimed: ClaimedDelivery[];
 }
 
 /** Milliseconds before a batch closes within which no more events join it. */
@@ -84,14 +100,16 @@ export async function enqueueEvents(
   limits: GroupingLimits,
   open: ReadonlyMap<string, OpenBatch>,
   now: number = Date.now(),
+  claimer: FirstAttemptClaimer | null = null,
 ): Promise<EnqueueResult> {
   const wanted = events.filter((e) => e.payload !== null && isWebhookType(e.type));
   const openBatches = new Map(open);
   for (const [k, b] of openBatches) if (b.closesAt - CLOSE_MARGIN_MS <= now) openBatches.delete(k);
-  if (wanted.length === 0) return { deliveries: 0, events: 0, openBatches };
+  if (wanted.length === 0) return { deliveries: 0, events: 0, openBatches, claimed: [] };
 
   const routes = await loadRoutes(db, [...new Set(wanted.map((e) => e.api_key_id))]);
   const single: NewDelivery[] = [];
+  const handed: { delivery: NewDelivery; route: Route; type: string }[] = [];
   const grouped = new Map<string, { route: Route; apiKeyId: bigint; events: string[]; positions: bigint[]; sizes: number[]; ages: number[]; start: number }>();
   let routed = 0;
   for (const e of wanted) {
@@ -101,7 +119,12 @@ export async function enqueueEvents(
     const json = toCallbackJson(e);
     const bytes = Buffer.byteLength(json);
     if (route.version === 1) {
-      single.push({ apiKeyId: e.api_key_id, urlId: route.urlId, webhookId: `msg_${e.position}`, events: [json], positions: [e.position], bytes, delayMs: 0 });
+      const delivery: NewDelivery = { apiKeyId: e.api_key_id, urlId: route.urlId, webhookId: `msg_${e.position}`, events: [json], positions: [e.position], bytes, delayMs: 0 };
+      if (claimer?.reserve(route.urlId) === true) {
+        delivery.claim = { id: claimer.claim, leaseMs: claimer.leaseMs };
+        handed.push({ delivery, route, type: e.type });
+      }
+      single.push(delivery);
       continue;
     }
     const key = String(route.urlId);
@@ -162,7 +185,25 @@ export async function enqueueEvents(
     if (b.delayMs > CLOSE_MARGIN_MS) openBatches.set(String(b.urlId), { id, urlId: b.urlId, count: b.events.length, bytes: b.bytes, closesAt: now + b.delayMs });
     else openBatches.delete(String(b.urlId));
   }
-  return { deliveries, events: routed, openBatches };
+  const createdAt = new Date(now);
+  const claimed = handed.map(({ delivery: d, route, type }): ClaimedDelivery => {
+    const id = ids.get(d.webhookId);
+    if (id === undefined) throw new Error(`no id returned for ${d.webhookId}`);
+    return {
+      id,
+      apiKeyId: d.apiKeyId,
+      urlId: d.urlId,
+      webhookId: d.webhookId,
+      body: d.events[0] ?? '',
+      eventCount: 1,
+      attempts: 0,
+      firstFailedAt: null,
+      createdAt,
+      claim: d.claim?.id ?? '',
+      target: { url: route.url, secret: route.secret, version: 1, status: 'alive', isBackup: route.isBackup, eventType: type },
+    };
+  });
+  return { deliveries, events: routed, openBatches, claimed };
 }
 
 /** No room for one more (small) event. */
@@ -193,7 +234,7 @@ function sum(sizes: readonly number[], from: number, to: number): number {
 async function loadRoutes(db: Kysely<Database>, tenants: readonly bigint[]): Promise<Map<string, Route>> {
   const rows = await db
     .selectFrom('callback_urls')
-    .select(['id', 'api_key_id', 'event_type', 'is_backup', 'status', 'version'])
+    .select(['id', 'api_key_id', 'event_type', 'is_backup', 'status', 'version', 'url', 'secret'])
     .where('api_key_id', 'in', tenants)
     .execute();
   const byKey = new Map<string, { primary?: (typeof rows)[number]; backup?: (typeof rows)[number] }>();
@@ -207,7 +248,7 @@ async function loadRoutes(db: Kysely<Database>, tenants: readonly bigint[]): Pro
   const routes = new Map<string, Route>();
   for (const [key, { primary, backup }] of byKey) {
     const target = primary?.status === 'alive' ? primary : primary?.status === 'dead' && backup?.status === 'alive' ? backup : undefined;
-    if (target !== undefined) routes.set(key, { urlId: target.id, version: target.version === 2 ? 2 : 1 });
+    if (target !== undefined) routes.set(key, { urlId: target.id, version: target.version === 2 ? 2 : 1, url: target.url, secret: target.secret, isBackup: target.is_backup });
   }
   return routes;
 }

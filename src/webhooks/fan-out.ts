@@ -7,8 +7,8 @@ import { advanceCheckpoint, ensureCheckpoints, readCheckpoint } from '../log/che
 import { releaseLease, tryAcquireLease } from '../log/leases.js';
 import { EVENTS_CHANNEL, Wakeup } from '../log/wakeup.js';
 import type { Logger } from '../logger.js';
-import { type GroupingLimits, LOG_SELECT, type LogEventForWebhooks, type OpenBatch, enqueueEvents } from './enqueue.js';
-import { OUTBOX_CHANNEL } from './outbox.js';
+import { type FirstAttemptClaimer, type GroupingLimits, LOG_SELECT, type LogEventForWebhooks, type OpenBatch, enqueueEvents } from './enqueue.js';
+import { type ClaimedDelivery, OUTBOX_CHANNEL } from './outbox.js';
 
 /**
  * Reads the log from the `webhooks` checkpoint and turns events into outbox rows, the rows and
@@ -24,6 +24,18 @@ export interface FanOutOptions {
   readonly pollMs: number;
   readonly leaseMs: number;
   readonly grouping: GroupingLimits;
+}
+
+/**
+ * Where Version 1 first attempts go when this process has free delivery slots: they are
+ * inserted already claimed (for `leaseMs`) and started right after the commit, instead of
+ * waiting for a claim query to find them. Rows beyond the free slots are claimed as usual.
+ */
+export interface FirstAttempts {
+  readonly leaseMs: number;
+  reserve(urlId: bigint): boolean;
+  unreserve(urlId: bigint): void;
+  start(row: ClaimedDelivery): void;
 }
 
 export interface FanOutStats {
@@ -60,8 +72,9 @@ export class FanOut {
     private readonly db: Db,
     private readonly options: FanOutOptions,
     private readonly log: Logger,
-    /** Called after a commit that enqueued deliveries, with the delay until the earliest is due. */
+    /** Called after a commit that enqueued deliveries for others to claim, with the delay until the earliest is due. */
     private readonly onEnqueued: (dueInMs: number) => void,
+    private readonly firstAttempts: FirstAttempts | null = null,
   ) {
     this.#wakeup = new Wakeup(db, EVENTS_CHANNEL, log);
   }
@@ -131,12 +144,34 @@ export class FanOut {
       next.catch(() => {});
       this.#prefetch = { after: lastPosition, rows: next };
     }
-    const result = await this.db.kysely.transaction().execute(async (trx) => {
-      const r = await enqueueEvents(trx, rows, this.options.grouping, this.#open);
-      if (r.deliveries > 0) await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(trx);
-      if (!(await advanceCheckpoint(trx, WEBHOOKS_CHECKPOINT, position, lastPosition))) throw new CheckpointMoved();
-      return r;
-    });
+    const reserved: bigint[] = [];
+    const first = this.firstAttempts;
+    const claimer: FirstAttemptClaimer | null =
+      first === null
+        ? null
+        : {
+            claim: randomUUID(),
+            leaseMs: first.leaseMs,
+            reserve: (urlId) => {
+              if (!first.reserve(urlId)) return false;
+              reserved.push(urlId);
+              return true;
+            },
+          };
+    let result: Awaited<ReturnType<typeof enqueueEvents>>;
+    try {
+      result = await this.db.kysely.transaction().execute(async (trx) => {
+        const r = await enqueueEvents(trx, rows, this.options.grouping, this.#open, Date.now(), claimer);
+        if (r.deliveries > r.claimed.length) await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(trx);
+        if (!(await advanceCheckpoint(trx, WEBHOOKS_CHECKPOINT, position, lastPosition))) throw new CheckpointMoved();
+        return r;
+      });
+    } catch (err) {
+      for (const urlId of reserved) first?.unreserve(urlId);
+      throw err;
+    }
+    for (const row of result.claimed) first?.start(row);
+    for (const urlId of reserved.slice(result.claimed.length)) first?.unreserve(urlId);
     this.#open = result.openBatches;
     this.#position = lastPosition;
     this.stats.position = String(last.position);
@@ -144,7 +179,7 @@ export class FanOut {
     this.stats.eventsRead += rows.length;
     this.stats.eventsEnqueued += result.events;
     this.stats.deliveriesEnqueued += result.deliveries;
-    if (result.deliveries > 0) this.onEnqueued(0);
+    if (result.deliveries > result.claimed.length) this.onEnqueued(0);
     if (result.openBatches.size > 0) this.onEnqueued(Math.max(0, Math.min(...[...result.openBatches.values()].map((b) => b.closesAt)) - Date.now()));
     return true;
   }

@@ -100,22 +100,59 @@ export class Lane {
     }
   }
 
+  /**
+   * Takes a slot for a row this process claims as it enqueues it (a first attempt the fan-out
+   * hands over after its commit); false when the lane or the URL has none free.
+   */
+  reserve(urlId: bigint): boolean {
+    const url = String(urlId);
+    const n = this.#inFlight.get(url) ?? 0;
+    if (this.#stopped || this.#total >= this.options.concurrency || n >= this.options.perUrl) {
+      // A slot freed later must look for the rows left unclaimed.
+      if (this.#total >= this.options.concurrency) this.#full = true;
+      return false;
+    }
+    this.#inFlight.set(url, n + 1);
+    this.#total += 1;
+    return true;
+  }
+
+  /** Gives back a reserved slot whose row will not come (its transaction failed). */
+  unreserve(urlId: bigint): void {
+    this.#release(String(urlId));
+  }
+
+  /** Starts a row claimed on a slot `reserve` gave. */
+  startReserved(row: ClaimedDelivery): void {
+    this.#launch(row);
+  }
+
   #start(row: ClaimedDelivery): void {
     const url = String(row.urlId);
     this.#inFlight.set(url, (this.#inFlight.get(url) ?? 0) + 1);
     this.#total += 1;
+    this.#launch(row);
+  }
+
+  /** Runs a delivery on a slot already counted. */
+  #launch(row: ClaimedDelivery): void {
+    const url = String(row.urlId);
     const task = this.deliver(row)
       .catch((err: unknown) => this.log.error({ err: describeError(err), delivery: String(row.id) }, 'webhook delivery failed unexpectedly'))
       .finally(() => {
-        const before = this.#inFlight.get(url) ?? 1;
-        if (before <= 1) this.#inFlight.delete(url);
-        else this.#inFlight.set(url, before - 1);
-        this.#total -= 1;
         this.#running.delete(task);
-        // Claim again only if a cap was what held rows back (this URL's, or the lane's);
-        // otherwise new work comes with its own signal.
-        if (before >= this.options.perUrl || this.#full) this.#wakeup.signal();
+        this.#release(url);
       });
     this.#running.add(task);
+  }
+
+  #release(url: string): void {
+    const before = this.#inFlight.get(url) ?? 1;
+    if (before <= 1) this.#inFlight.delete(url);
+    else this.#inFlight.set(url, before - 1);
+    this.#total -= 1;
+    // Claim again only if a cap was what held rows back (this URL's, or the lane's);
+    // otherwise new work comes with its own signal.
+    if (before >= this.options.perUrl || this.#full) this.#wakeup.signal();
   }
 }

@@ -21,6 +21,8 @@ export interface NewDelivery {
   bytes: number;
   /** Due this long after the transaction's start (a Version 2 batch waits for its window). */
   delayMs: number;
+  /** Inserted already claimed by this worker, for this long (a first attempt it starts itself once committed). */
+  claim?: { id: string; leaseMs: number };
 }
 
 export interface ClaimedDelivery {
@@ -64,12 +66,16 @@ export async function insertDeliveries(db: Kysely<Database>, rows: readonly NewD
       positions: r.positions.map(String),
       bytes: r.bytes,
       delay_ms: r.delayMs,
+      claim: r.claim?.id ?? null,
+      lease_ms: r.claim?.leaseMs ?? null,
     })),
   );
   const result = await sql<{ id: bigint; webhook_id: string }>`
-    INSERT INTO webhook_deliveries (api_key_id, url_id, webhook_id, events, positions, bytes, due_at)
-    SELECT api_key_id, url_id, webhook_id, events, positions, bytes, now() + make_interval(secs => delay_ms / 1000.0)
-    FROM json_to_recordset(${json}::json) AS r(api_key_id bigint, url_id bigint, webhook_id text, events text[], positions bigint[], bytes integer, delay_ms integer)
+    INSERT INTO webhook_deliveries (api_key_id, url_id, webhook_id, events, positions, bytes, due_at, claim, claimed_until)
+    SELECT api_key_id, url_id, webhook_id, events, positions, bytes, now() + make_interval(secs => delay_ms / 1000.0),
+      claim, CASE WHEN claim IS NOT NULL THEN now() + make_interval(secs => lease_ms / 1000.0) END
+    FROM json_to_recordset(${json}::json)
+      AS r(api_key_id bigint, url_id bigint, webhook_id text, events text[], positions bigint[], bytes integer, delay_ms integer, claim text, lease_ms integer)
     RETURNING id, webhook_id`.execute(db);
   return new Map(result.rows.map((r) => [r.webhook_id, BigInt(r.id)]));
 }
