@@ -22,7 +22,7 @@ import { createScratchDatabase } from './support/scratch.js';
  * `npm run bench -- peer`: mailtally beside @event-driven-io/emmett-postgresql on the same
  * generated events (decoded once, duplicates dropped, not timed), each side in its own scratch
  * database on the same Postgres, in the same run:
- * - append: mailtally's ingest append (writeBatch: COPY, 20k rows a batch, duplicate check) vs
+ * - append: mailtally's ingest append (writeBatch: COPY to staging + INSERT … ON CONFLICT, 20k rows a batch) vs
  *   emmett's appendToStream, one stream per message, all of a message's events in one call,
  *   EMMETT_CONCURRENCY calls in flight (its best case: emmett has no multi-stream batch append);
  * - rebuild: mailtally's replay of the campaign-overview read model vs emmett's

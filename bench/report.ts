@@ -27,9 +27,9 @@ const BENCHES: { name: string; title: string; defaults: string; isDefault: (p: R
 const PACKAGES = ['pg', 'kysely', 'fastify', '@nats-io/jetstream', '@nats-io/transport-node', 'undici', 'autocannon', 'tsx', 'typescript', '@event-driven-io/emmett-postgresql', '@event-driven-io/emmett'];
 
 const PEER_DIFFERENCES = `What differs between the two sides:
-- Append. mailtally writes the log as ingest does: batches of 20,000 rows, one COPY each, after
-  checking each row's (tenant, EventID) against the log (duplicates dropped), into a table with
-  26 typed columns and its indexes. emmett has no multi-stream batch append: each
+- Append. mailtally writes the log as ingest does: batches of 20,000 rows, each COPYed into a
+  staging table and then inserted with ON CONFLICT DO NOTHING on (tenant, EventID) (duplicates
+  dropped), into a table with 26 typed columns and its indexes. emmett has no multi-stream batch append: each
   \`appendToStream\` call writes one stream (here one message, all its events at once, its best
   case) in its own transaction through a stored procedure that checks and bumps the stream's
   version; several calls run at once. emmett stores each event's columns as a JSONB document

@@ -79,7 +79,7 @@ export class Dispatcher {
       },
       log,
       (dueInMs) => this.#wakeLanesIn(dueInMs),
-      { leaseMs, reserve: (u) => first.reserve(u), unreserve: (u) => first.unreserve(u), start: (r) => first.startReserved(r) },
+      { leaseMs, reserve: (u) => first.reserve(u), unreserve: (u) => first.unreserve(u), behind: (u) => first.markBehind(u), start: (r) => first.startReserved(r) },
     );
     this.#stats = emptyStats(this.#fanOut.stats);
     this.#retry = new Lane(

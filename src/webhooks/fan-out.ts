@@ -33,8 +33,11 @@ export interface FanOutOptions {
  */
 export interface FirstAttempts {
   readonly leaseMs: number;
-  reserve(urlId: bigint): boolean;
+  /** 'url full': the URL has no free slot here; its next finished request in this process claims again. */
+  reserve(urlId: bigint): 'reserved' | 'url full' | 'lane full';
   unreserve(urlId: bigint): void;
+  /** Rows of this URL were committed unclaimed because it was full. */
+  behind(urlId: bigint): void;
   start(row: ClaimedDelivery): void;
 }
 
@@ -145,6 +148,9 @@ export class FanOut {
       this.#prefetch = { after: lastPosition, rows: next };
     }
     const reserved: bigint[] = [];
+    /** Rows left unclaimed because their URL is at its cap here: they need no wake-up. */
+    let waitingForUrl = 0;
+    const waitingUrls = new Set<bigint>();
     const first = this.firstAttempts;
     const claimer: FirstAttemptClaimer | null =
       first === null
@@ -153,7 +159,12 @@ export class FanOut {
             claim: randomUUID(),
             leaseMs: first.leaseMs,
             reserve: (urlId) => {
-              if (!first.reserve(urlId)) return false;
+              const outcome = first.reserve(urlId);
+              if (outcome === 'url full') {
+                waitingForUrl += 1;
+                waitingUrls.add(urlId);
+              }
+              if (outcome !== 'reserved') return false;
               reserved.push(urlId);
               return true;
             },
@@ -162,7 +173,10 @@ export class FanOut {
     try {
       result = await this.db.kysely.transaction().execute(async (trx) => {
         const r = await enqueueEvents(trx, rows, this.options.grouping, this.#open, Date.now(), claimer);
-        if (r.deliveries > r.claimed.length) await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(trx);
+        // Wake the claimers only for rows nobody here is about to claim. Rows waiting for a
+        // URL at its cap in this process are claimed when one of its requests finishes (other
+        // dispatcher processes find them at their next poll).
+        if (r.deliveries > r.claimed.length + waitingForUrl) await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(trx);
         if (!(await advanceCheckpoint(trx, WEBHOOKS_CHECKPOINT, position, lastPosition))) throw new CheckpointMoved();
         return r;
       });
@@ -170,6 +184,7 @@ export class FanOut {
       for (const urlId of reserved) first?.unreserve(urlId);
       throw err;
     }
+    for (const urlId of waitingUrls) first?.behind(urlId);
     for (const row of result.claimed) first?.start(row);
     for (const urlId of reserved.slice(result.claimed.length)) first?.unreserve(urlId);
     this.#open = result.openBatches;
@@ -179,7 +194,7 @@ export class FanOut {
     this.stats.eventsRead += rows.length;
     this.stats.eventsEnqueued += result.events;
     this.stats.deliveriesEnqueued += result.deliveries;
-    if (result.deliveries > result.claimed.length) this.onEnqueued(0);
+    if (result.deliveries > result.claimed.length + waitingForUrl) this.onEnqueued(0);
     if (result.openBatches.size > 0) this.onEnqueued(Math.max(0, Math.min(...[...result.openBatches.values()].map((b) => b.closesAt)) - Date.now()));
     return true;
   }

@@ -32,6 +32,12 @@ export class Lane {
   #loop: Promise<void> | null = null;
   readonly #running = new Set<Promise<void>>();
   readonly #wakeup: Wakeup;
+  /**
+   * URLs that may have due rows left unclaimed because they were at their cap here, each with
+   * the mark of when that was last seen: a request of theirs that finishes claims again.
+   */
+  readonly #behind = new Map<string, number>();
+  #mark = 0;
 
   constructor(
     private readonly db: Db,
@@ -76,6 +82,7 @@ export class Lane {
       const room = new Map<string, number>();
       for (const [url, n] of this.#inFlight) room.set(url, Math.max(0, o.perUrl - n));
       const after = this.#cursor;
+      const marks = new Map(this.#behind);
       let rows: ClaimedDelivery[];
       try {
         rows = await claimDue(this.db.kysely, { retry: o.retry, limit: free, perUrl: o.perUrl, room, after, leaseMs: o.leaseMs, claim: randomUUID() });
@@ -88,6 +95,7 @@ export class Lane {
       }
       for (const row of rows) this.#start(row);
       this.#full = o.concurrency - this.#total < minClaim;
+      this.#noteBehind(rows, room, after === 0n && rows.length < free ? marks : null);
       const last = rows.at(-1);
       if (rows.length >= free && last !== undefined) {
         this.#cursor = last.urlId;
@@ -101,20 +109,41 @@ export class Lane {
   }
 
   /**
+   * After a claim: a URL given all the rows it had room for may have more; and after a full
+   * sweep (`marks` given), a URL given fewer has none left, unless marked again meanwhile.
+   */
+  #noteBehind(rows: readonly ClaimedDelivery[], room: ReadonlyMap<string, number>, marks: ReadonlyMap<string, number> | null): void {
+    const got = new Map<string, number>();
+    for (const r of rows) got.set(String(r.urlId), (got.get(String(r.urlId)) ?? 0) + 1);
+    for (const [url, n] of got) if (n >= (room.get(url) ?? this.options.perUrl)) this.#behind.set(url, ++this.#mark);
+    if (marks === null) return;
+    for (const [url, mark] of marks) {
+      if (this.#behind.get(url) === mark && (got.get(url) ?? 0) < (room.get(url) ?? this.options.perUrl)) this.#behind.delete(url);
+    }
+  }
+
+  /** Rows of this URL were left unclaimed at its cap (committed by now): its next finished request claims again. */
+  markBehind(urlId: bigint): void {
+    this.#behind.set(String(urlId), ++this.#mark);
+  }
+
+  /**
    * Takes a slot for a row this process claims as it enqueues it (a first attempt the fan-out
    * hands over after its commit); false when the lane or the URL has none free.
    */
-  reserve(urlId: bigint): boolean {
+  reserve(urlId: bigint): 'reserved' | 'url full' | 'lane full' {
     const url = String(urlId);
     const n = this.#inFlight.get(url) ?? 0;
-    if (this.#stopped || this.#total >= this.options.concurrency || n >= this.options.perUrl) {
+    if (this.#stopped || this.#total >= this.options.concurrency) {
       // A slot freed later must look for the rows left unclaimed.
-      if (this.#total >= this.options.concurrency) this.#full = true;
-      return false;
+      this.#full = true;
+      return 'lane full';
     }
+    // The URL's next finished request claims again (see #release).
+    if (n >= this.options.perUrl) return 'url full';
     this.#inFlight.set(url, n + 1);
     this.#total += 1;
-    return true;
+    return 'reserved';
   }
 
   /** Gives back a reserved slot whose row will not come (its transaction failed). */
@@ -153,6 +182,6 @@ export class Lane {
     this.#total -= 1;
     // Claim again only if a cap was what held rows back (this URL's, or the lane's);
     // otherwise new work comes with its own signal.
-    if (before >= this.options.perUrl || this.#full) this.#wakeup.signal();
+    if (before >= this.options.perUrl || this.#full || this.#behind.has(url)) this.#wakeup.signal();
   }
 }
