@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { toJson, wireId } from '../../../src/api/conventions/json.js';
 import { pageOf } from '../../../src/api/conventions/paging.js';
 import { bool, int64, parseQuery, timestamp } from '../../../src/api/conventions/params.js';
-import { AuthFailureLimiter, RateLimiter } from '../../../src/api/conventions/rate-limit.js';
+import { AuthFailureLimiter, RateLimiter, clientKey } from '../../../src/api/conventions/rate-limit.js';
 import { orderBy } from '../../../src/api/conventions/sort.js';
 import { parseTimestamp, rfc3339 } from '../../../src/api/conventions/time.js';
 import { z } from 'zod';
@@ -108,6 +108,49 @@ describe('limits', () => {
     expect(l.blockedFor('5.6.7.8')).toBe(0);
     now = 60_000;
     expect(l.blockedFor('1.2.3.4')).toBe(0);
+  });
+
+  it('counts an IPv6 client by its /64, so rotating addresses within it does not help', () => {
+    const l = new AuthFailureLimiter(3, 60_000, () => 0);
+    l.fail('2001:db8:1:2::1');
+    l.fail('2001:db8:1:2:ffff:0:0:7');
+    l.fail('2001:0db8:0001:0002:aaaa:bbbb:cccc:dddd');
+    expect(l.blockedFor('2001:db8:1:2::abcd')).toBe(60);
+    expect(l.blockedFor('2001:db8:1:3::1')).toBe(0); // the next /64 is another client
+    l.fail('::ffff:10.0.0.1');
+    l.fail('10.0.0.1');
+    l.fail('::FFFF:10.0.0.1');
+    expect(l.blockedFor('10.0.0.1')).toBe(60); // IPv4-mapped is the IPv4 address
+  });
+
+  it.each([
+    ['2001:db8:1:2::1', '2001:db8:1:2::/64'],
+    ['2001:0DB8:0000:0002:1:2:3:4', '2001:db8:0:2::/64'],
+    ['::1', '0:0:0:0::/64'],
+    ['fe80::1%eth0', 'fe80:0:0:0::/64'],
+    ['2001:db8::', '2001:db8:0:0::/64'],
+    ['64:ff9b::192.0.2.33', '64:ff9b:0:0::/64'],
+    ['::ffff:192.0.2.1', '192.0.2.1'],
+    ['192.0.2.1', '192.0.2.1'],
+    ['not an address', 'not an address'],
+    ['1::2::3', '1::2::3'],
+  ])('counts %s as %s', (address, key) => expect(clientKey(address)).toBe(key));
+
+  it('when full, drops expired records and then the oldest, never all of them', () => {
+    let now = 0;
+    const l = new AuthFailureLimiter(2, 60_000, () => now, 10);
+    for (let i = 0; i < 2; i++) l.fail('198.51.100.7'); // blocked, and the oldest record
+    now = 1000;
+    for (let i = 0; i < 9; i++) l.fail(`203.0.113.${i}`);
+    expect(l.size).toBe(10);
+    l.fail('203.0.113.200'); // full: no record has expired, so the oldest go, down to 9
+    expect(l.size).toBe(10);
+    expect(l.blockedFor('198.51.100.7')).toBe(0);
+    now = 62_000; // every record so far has expired
+    l.fail('203.0.113.201');
+    expect(l.size).toBeLessThanOrEqual(10);
+    for (let i = 0; i < 2; i++) l.fail('198.51.100.8');
+    expect(l.blockedFor('198.51.100.8')).toBe(60);
   });
 });
 
