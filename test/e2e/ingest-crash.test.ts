@@ -66,7 +66,7 @@ function startIngest(t: TestEnv, extra: Record<string, string> = {}): Proc {
 }
 
 async function started(p: Proc): Promise<void> {
-  await p.serverUrl(30_000);
+  await p.serverUrl(60_000);
 }
 
 /** Waits until the log holds at least `min` events, polling fast; fails at once if `p` dies. */

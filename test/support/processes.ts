@@ -108,7 +108,7 @@ export class Proc {
   }
 
   /** The server's address from its "mailtally started" log line (needs LOG_LEVEL=info). */
-  async serverUrl(timeoutMs = 30_000): Promise<string> {
+  async serverUrl(timeoutMs = 60_000): Promise<string> {
     const line = await this.waitForJson('the "mailtally started" log line', (o) => o['msg'] === 'mailtally started', timeoutMs);
     if (typeof line['url'] !== 'string') throw new Error(`no url in ${JSON.stringify(line)}`);
     return line['url'];
