@@ -6,7 +6,7 @@ import type { NewDeadLetter } from '../db/schema.js';
 import type { LogEventRow } from '../events/decode.js';
 import { eventKey } from './append.js';
 import { COLUMN_DEFINITIONS, COLUMN_LIST } from './columns.js';
-import { type CopyBody, encodeCopyRows, keepRows } from './copy-text.js';
+import { type CopyBody, encodeCopyRows } from './copy-text.js';
 import { deadLetterInsert } from './dead-letters.js';
 
 /**
@@ -35,14 +35,14 @@ const APPEND_AND_COMMIT = `
 /** Pool connections that already have the staging table (a replaced connection gets it anew). */
 const staged = new WeakSet<pg.PoolClient>();
 
-interface StoredKey {
+interface InsertedKey {
   api_key_id: string;
   event_id: string;
 }
 
 export async function copyAppend(db: Db & { pool: pg.Pool }, rows: readonly LogEventRow[], letters: readonly NewDeadLetter[]): Promise<Set<string>> {
-  const fresh = distinctRows(rows);
-  const body = fresh.length > 0 ? keepRows(encodeCopyRows(rows), fresh) : null;
+  const distinct = distinctRows(rows);
+  const body = distinct.length > 0 ? encodeCopyRows(distinct) : null;
   const client = await db.pool.connect();
   let broken = false;
   try {
@@ -60,7 +60,7 @@ export async function copyAppend(db: Db & { pool: pg.Pool }, rows: readonly LogE
       return new Set();
     }
     await copy(client, body);
-    const results = (await client.query(APPEND_AND_COMMIT)) as unknown as pg.QueryResult<StoredKey>[];
+    const results = (await client.query(APPEND_AND_COMMIT)) as unknown as pg.QueryResult<InsertedKey>[];
     return new Set((results[0]?.rows ?? []).map((r) => eventKey(r.api_key_id, r.event_id)));
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {
@@ -72,18 +72,15 @@ export async function copyAppend(db: Db & { pool: pg.Pool }, rows: readonly LogE
   }
 }
 
-/** Indexes of the rows whose (tenant, EventID) did not come earlier in the batch. */
-function distinctRows(rows: readonly LogEventRow[]): number[] {
+/** The rows whose (tenant, EventID) did not come earlier in the batch. */
+function distinctRows(rows: readonly LogEventRow[]): LogEventRow[] {
   const seen = new Set<string>();
-  const fresh: number[] = [];
-  for (let i = 0; i < rows.length; i++) {
-    const row = rows[i] as LogEventRow;
+  return rows.filter((row) => {
     const key = eventKey(row.api_key_id, row.event_id);
-    if (seen.has(key)) continue;
+    if (seen.has(key)) return false;
     seen.add(key);
-    fresh.push(i);
-  }
-  return fresh;
+    return true;
+  });
 }
 
 function copy(client: pg.PoolClient, body: CopyBody): Promise<void> {

@@ -9,8 +9,6 @@ export interface CopyBody {
   buf: Buffer;
   /** Bytes used. */
   length: number;
-  /** Where each row's line ends. */
-  ends: Uint32Array;
 }
 
 /** The column order copyLine writes: the append's (checked when this module loads). */
@@ -50,7 +48,6 @@ function copyLine(r: LogEventRow): string {
 export function encodeCopyRows(rows: readonly LogEventRow[]): CopyBody {
   let buf = Buffer.allocUnsafe(Math.max(64 * 1024, rows.length * 768));
   let length = 0;
-  const ends = new Uint32Array(rows.length);
   for (let i = 0; i < rows.length; i++) {
     const line = copyLine(rows[i] as LogEventRow);
     // UTF-8 takes at most 3 bytes per UTF-16 code unit.
@@ -60,23 +57,6 @@ export function encodeCopyRows(rows: readonly LogEventRow[]): CopyBody {
       buf = bigger;
     }
     length += buf.write(line, length, 'utf8');
-    ends[i] = length;
   }
-  return { buf, length, ends };
-}
-
-/** The body with only the rows at `keep` (ascending indexes), moved up in place. */
-export function keepRows(body: CopyBody, keep: readonly number[]): CopyBody {
-  if (keep.length === body.ends.length) return body;
-  const ends = new Uint32Array(keep.length);
-  let length = 0;
-  for (let k = 0; k < keep.length; k++) {
-    const i = keep[k] as number;
-    const start = i === 0 ? 0 : (body.ends[i - 1] as number);
-    const end = body.ends[i] as number;
-    if (start !== length) body.buf.copy(body.buf, length, start, end);
-    length += end - start;
-    ends[k] = length;
-  }
-  return { buf: body.buf, length, ends };
+  return { buf, length };
 }

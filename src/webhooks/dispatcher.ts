@@ -68,7 +68,6 @@ export class Dispatcher {
     // A claim outlives its request (bounded by the deadline) and the write of its outcome.
     const leaseMs = 2 * options.timeoutMs + 1000;
     this.#first = new Lane(db, { retry: false, concurrency: options.concurrency, perUrl: options.urlConcurrency, pollMs: options.pollMs, leaseMs }, (r) => this.#deliver(r), log);
-    const first = this.#first;
     this.#fanOut = new FanOut(
       db,
       {
@@ -79,7 +78,7 @@ export class Dispatcher {
       },
       log,
       (dueInMs) => this.#wakeLanesIn(dueInMs),
-      { leaseMs, reserve: (u) => first.reserve(u), unreserve: (u) => first.unreserve(u), behind: (u) => first.markBehind(u), start: (r) => first.startReserved(r) },
+      this.#first,
     );
     this.#stats = emptyStats(this.#fanOut.stats);
     this.#retry = new Lane(

@@ -91,7 +91,7 @@ export const isWebhookType = (t: string): t is WebhookEventType => (WEBHOOK_EVEN
  * the event's type (most events of most tenants need nothing but their position).
  */
 export const LOG_SELECT = sql`e.position, e.api_key_id, e.type, e.event_time, e.message_id::text AS message_id, e.campaign_id, e.contact_id, e.list_id,
-  greatest(0, extract(epoch FROM clock_timestamp() - e.recorded_at) * 1000)::int AS age_ms,
+  greatest(0, extract(epoch FROM statement_timestamp() - e.recorded_at) * 1000)::int AS age_ms,
   CASE WHEN EXISTS (SELECT 1 FROM callback_urls u WHERE u.api_key_id = e.api_key_id AND u.event_type = e.type) THEN e.payload::text END AS payload`;
 
 export async function enqueueEvents(

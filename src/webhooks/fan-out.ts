@@ -7,7 +7,7 @@ import { advanceCheckpoint, ensureCheckpoints, readCheckpoint } from '../log/che
 import { releaseLease, tryAcquireLease } from '../log/leases.js';
 import { EVENTS_CHANNEL, Wakeup } from '../log/wakeup.js';
 import type { Logger } from '../logger.js';
-import { type FirstAttemptClaimer, type GroupingLimits, LOG_SELECT, type LogEventForWebhooks, type OpenBatch, enqueueEvents } from './enqueue.js';
+import { type EnqueueResult, type FirstAttemptClaimer, type GroupingLimits, LOG_SELECT, type LogEventForWebhooks, type OpenBatch, enqueueEvents } from './enqueue.js';
 import { type ClaimedDelivery, OUTBOX_CHANNEL } from './outbox.js';
 
 /**
@@ -27,9 +27,9 @@ export interface FanOutOptions {
 }
 
 /**
- * Where Version 1 first attempts go when this process has free delivery slots: they are
- * inserted already claimed (for `leaseMs`) and started right after the commit, instead of
- * waiting for a claim query to find them. Rows beyond the free slots are claimed as usual.
+ * Where Version 1 first attempts go when this process has free delivery slots (the first lane):
+ * they are inserted already claimed (for `leaseMs`) and started right after the commit, instead
+ * of waiting for a claim query to find them. Rows beyond the free slots are claimed as usual.
  */
 export interface FirstAttempts {
   readonly leaseMs: number;
@@ -37,8 +37,44 @@ export interface FirstAttempts {
   reserve(urlId: bigint): 'reserved' | 'url full' | 'lane full';
   unreserve(urlId: bigint): void;
   /** Rows of this URL were committed unclaimed because it was full. */
-  behind(urlId: bigint): void;
-  start(row: ClaimedDelivery): void;
+  markBehind(urlId: bigint): void;
+  startReserved(row: ClaimedDelivery): void;
+}
+
+/** One step's reservations: what to start after the commit, give back after a failure, or leave waiting. */
+class Reservations implements FirstAttemptClaimer {
+  readonly claim = randomUUID();
+  readonly reserved: bigint[] = [];
+  /** Rows left unclaimed because their URL is at its cap here, and those URLs. */
+  waiting = 0;
+  readonly waitingUrls = new Set<bigint>();
+
+  constructor(private readonly first: FirstAttempts) {}
+
+  get leaseMs(): number {
+    return this.first.leaseMs;
+  }
+
+  reserve(urlId: bigint): boolean {
+    const outcome = this.first.reserve(urlId);
+    if (outcome === 'url full') {
+      this.waiting += 1;
+      this.waitingUrls.add(urlId);
+    }
+    if (outcome !== 'reserved') return false;
+    this.reserved.push(urlId);
+    return true;
+  }
+
+  /** After the commit: the claimed rows start, and the URLs left waiting claim again when a slot frees. */
+  committed(claimed: readonly ClaimedDelivery[]): void {
+    for (const urlId of this.waitingUrls) this.first.markBehind(urlId);
+    for (const row of claimed) this.first.startReserved(row);
+  }
+
+  failed(): void {
+    for (const urlId of this.reserved) this.first.unreserve(urlId);
+  }
 }
 
 export interface FanOutStats {
@@ -147,46 +183,24 @@ export class FanOut {
       next.catch(() => {});
       this.#prefetch = { after: lastPosition, rows: next };
     }
-    const reserved: bigint[] = [];
-    /** Rows left unclaimed because their URL is at its cap here: they need no wake-up. */
-    let waitingForUrl = 0;
-    const waitingUrls = new Set<bigint>();
-    const first = this.firstAttempts;
-    const claimer: FirstAttemptClaimer | null =
-      first === null
-        ? null
-        : {
-            claim: randomUUID(),
-            leaseMs: first.leaseMs,
-            reserve: (urlId) => {
-              const outcome = first.reserve(urlId);
-              if (outcome === 'url full') {
-                waitingForUrl += 1;
-                waitingUrls.add(urlId);
-              }
-              if (outcome !== 'reserved') return false;
-              reserved.push(urlId);
-              return true;
-            },
-          };
-    let result: Awaited<ReturnType<typeof enqueueEvents>>;
+    const reservations = this.firstAttempts !== null ? new Reservations(this.firstAttempts) : null;
+    // Wake the claimers only for rows nobody here is about to claim. Rows waiting for a URL at
+    // its cap in this process are claimed when one of its requests finishes (other dispatcher
+    // processes find them at their next poll).
+    const othersToClaim = (r: EnqueueResult) => r.deliveries > r.claimed.length + (reservations?.waiting ?? 0);
+    let result: EnqueueResult;
     try {
       result = await this.db.kysely.transaction().execute(async (trx) => {
-        const r = await enqueueEvents(trx, rows, this.options.grouping, this.#open, Date.now(), claimer);
-        // Wake the claimers only for rows nobody here is about to claim. Rows waiting for a
-        // URL at its cap in this process are claimed when one of its requests finishes (other
-        // dispatcher processes find them at their next poll).
-        if (r.deliveries > r.claimed.length + waitingForUrl) await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(trx);
+        const r = await enqueueEvents(trx, rows, this.options.grouping, this.#open, Date.now(), reservations);
+        if (othersToClaim(r)) await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(trx);
         if (!(await advanceCheckpoint(trx, WEBHOOKS_CHECKPOINT, position, lastPosition))) throw new CheckpointMoved();
         return r;
       });
     } catch (err) {
-      for (const urlId of reserved) first?.unreserve(urlId);
+      reservations?.failed();
       throw err;
     }
-    for (const urlId of waitingUrls) first?.behind(urlId);
-    for (const row of result.claimed) first?.start(row);
-    for (const urlId of reserved.slice(result.claimed.length)) first?.unreserve(urlId);
+    reservations?.committed(result.claimed);
     this.#open = result.openBatches;
     this.#position = lastPosition;
     this.stats.position = String(last.position);
@@ -194,7 +208,7 @@ export class FanOut {
     this.stats.eventsRead += rows.length;
     this.stats.eventsEnqueued += result.events;
     this.stats.deliveriesEnqueued += result.deliveries;
-    if (result.deliveries > result.claimed.length + waitingForUrl) this.onEnqueued(0);
+    if (othersToClaim(result)) this.onEnqueued(0);
     if (result.openBatches.size > 0) this.onEnqueued(Math.max(0, Math.min(...[...result.openBatches.values()].map((b) => b.closesAt)) - Date.now()));
     return true;
   }

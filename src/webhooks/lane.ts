@@ -52,6 +52,11 @@ export class Lane {
     return this.#total;
   }
 
+  /** How long a claim holds a row. */
+  get leaseMs(): number {
+    return this.options.leaseMs;
+  }
+
   start(): void {
     this.#loop = this.#run();
   }
@@ -129,7 +134,7 @@ export class Lane {
 
   /**
    * Takes a slot for a row this process claims as it enqueues it (a first attempt the fan-out
-   * hands over after its commit); false when the lane or the URL has none free.
+   * hands over after its commit), or says which cap has no slot free.
    */
   reserve(urlId: bigint): 'reserved' | 'url full' | 'lane full' {
     const url = String(urlId);

@@ -1,3 +1,5 @@
+import ipaddr from 'ipaddr.js';
+
 /**
  * Per-key request budget: a token bucket of `burst` tokens refilled at `perSecond`. Over budget,
  * the caller answers 429 with Retry-After. `perSecond` 0 turns the limit off.
@@ -97,20 +99,8 @@ export class AuthFailureLimiter {
  * is, an IPv6 address as its /64 prefix; anything else as given.
  */
 export function clientKey(address: string): string {
-  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(address);
-  if (mapped !== null) return mapped[1] as string;
-  if (!address.includes(':')) return address;
-  const bare = address.split('%')[0] as string; // a zone id names an interface, not a client
-  const halves = bare.toLowerCase().split('::');
-  if (halves.length > 2) return address;
-  const groups = (part: string | undefined) => (part === undefined || part === '' ? [] : part.split(':'));
-  const head = groups(halves[0]);
-  const tail = groups(halves[1]);
-  // A dotted IPv4 tail stands for two groups.
-  const width = (g: string[]) => g.reduce((n, x) => n + (x.includes('.') ? 2 : 1), 0);
-  const missing = 8 - width(head) - width(tail);
-  if (missing < 0 || (halves.length === 1 && missing !== 0)) return address;
-  const full = [...head, ...Array<string>(missing).fill('0'), ...tail];
-  if (full.slice(0, 4).some((g) => !/^[0-9a-f]{1,4}$/.test(g))) return address;
-  return `${full.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  if (!ipaddr.isValid(address)) return address;
+  const addr = ipaddr.process(address); // an IPv4-mapped IPv6 address becomes the IPv4 one
+  if (addr.kind() === 'ipv4') return addr.toString();
+  return `${(addr as ipaddr.IPv6).parts.slice(0, 4).map((p) => p.toString(16)).join(':')}::/64`;
 }
