@@ -1,6 +1,7 @@
 import type { LogEvent } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
 import { byTimeThenId, EVENT_COLUMNS_TEXT, type EventSqlRow, type GroupKey, groupKeyOf, groupKeyString, toLogEvent } from './read-groups.js';
+import { arrayLiteral } from './sql-arrays.js';
 import { run, type Statement, statement } from './statements.js';
 
 export interface BatchRead {
@@ -80,3 +81,41 @@ function batchStatement(limit: number): Statement {
   return s;
 }
 
+
+/** The next `limit` events after `after`, in position order (the live projector's cached path). */
+export async function readEventsAfter(db: Db, after: bigint, limit: number): Promise<LogEvent[]> {
+  let s = afterStatements.get(limit);
+  if (s === undefined) {
+    s = statement(`SELECT ${EVENT_COLUMNS_TEXT} FROM events WHERE position > $1::text::bigint ORDER BY position LIMIT ${checkedLimit(limit)}`);
+    afterStatements.set(limit, s);
+  }
+  return (await run<EventSqlRow>(db, s, [String(after)])).map(toLogEvent);
+}
+
+const afterStatements = new Map<number, Statement>();
+
+const HISTORY = statement(`
+  SELECT ${EVENT_COLUMNS_TEXT} FROM events JOIN unnest($1::text::bigint[], $2::text::numeric[]) AS g(m_api_key_id, m_message_id)
+    ON events.api_key_id = m_api_key_id AND events.message_id = m_message_id
+    WHERE events.position <= $5::text::bigint AND events.type <> 'campaign'
+  UNION ALL
+  SELECT ${EVENT_COLUMNS_TEXT} FROM events JOIN unnest($3::text::bigint[], $4::text::bigint[]) AS g(c_api_key_id, c_campaign_id)
+    ON events.api_key_id = c_api_key_id AND events.campaign_id = c_campaign_id
+    WHERE events.position <= $5::text::bigint AND events.type = 'campaign'`);
+
+/** Every event of `keys`' groups up to `upTo`, by group key string, each sorted by (time, EventID). */
+export async function readGroupHistory(db: Db, keys: readonly GroupKey[], upTo: bigint): Promise<Map<string, LogEvent[]>> {
+  const messages = keys.filter((k) => k.kind === 'message');
+  const campaigns = keys.filter((k) => k.kind === 'campaign');
+  const params = [
+    arrayLiteral('bigint', messages.map((k) => k.apiKeyId)),
+    arrayLiteral('numeric', messages.map((k) => k.id)),
+    arrayLiteral('bigint', campaigns.map((k) => k.apiKeyId)),
+    arrayLiteral('bigint', campaigns.map((k) => k.id)),
+    String(upTo),
+  ];
+  const groups = new Map<string, LogEvent[]>();
+  for (const r of await run<EventSqlRow>(db, HISTORY, params)) collect(groups, toLogEvent(r));
+  for (const list of groups.values()) list.sort(byTimeThenId);
+  return groups;
+}

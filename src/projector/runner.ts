@@ -6,7 +6,9 @@ import { describeError, isTransientDbError } from '../db/errors.js';
 import { ensureCheckpoints } from '../log/checkpoints.js';
 import { releaseLease, tryAcquireLease } from '../log/leases.js';
 import type { Logger } from '../logger.js';
-import { computeBatch, type Cursor } from './batch.js';
+import { type Batch, computeBatch, type Cursor } from './batch.js';
+import { type CachedBatch, computeCachedBatch } from './cached-batch.js';
+import { GroupCache } from './group-cache.js';
 import { EVENTS_CHANNEL, Wakeup } from '../log/wakeup.js';
 import { writeDeltas } from './write-delta.js';
 
@@ -17,6 +19,8 @@ export interface ProjectorOptions {
   readonly pollMs: number;
   /** Lease lifetime; renewed every third of it. A dead runner's projections pass over after it. */
   readonly leaseMs: number;
+  /** Groups kept in memory between batches (see `group-cache.ts`); 0: none. */
+  readonly cacheGroups?: number;
 }
 
 export interface ProjectorStats {
@@ -25,6 +29,9 @@ export interface ProjectorStats {
   batches: number;
   events: number;
   errors: number;
+  /** Groups of a batch found in the group cache, and not found. */
+  cacheHits: number;
+  cacheMisses: number;
 }
 
 class CheckpointMoved extends Error {
@@ -41,7 +48,7 @@ class CheckpointMoved extends Error {
  */
 export class Projector {
   readonly owner = `projector-${randomUUID()}`;
-  readonly stats: ProjectorStats = { held: [], batches: 0, events: 0, errors: 0 };
+  readonly stats: ProjectorStats = { held: [], batches: 0, events: 0, errors: 0, cacheHits: 0, cacheMisses: 0 };
   readonly #held = new Set<string>();
   readonly #wakeup: Wakeup;
   #stopped = false;
@@ -50,6 +57,7 @@ export class Projector {
   #renewing: Promise<void> = Promise.resolve();
   /** Checkpoints as this runner last read or moved them (the write's compare-and-set catches anyone else moving one). */
   readonly #positions = new Map<string, bigint>();
+  readonly #cache: GroupCache;
 
   constructor(
     private readonly db: Db,
@@ -58,6 +66,7 @@ export class Projector {
     private readonly log: Logger,
   ) {
     this.#wakeup = new Wakeup(db, EVENTS_CHANNEL, log);
+    this.#cache = new GroupCache(options.cacheGroups ?? 0);
   }
 
   async start(): Promise<void> {
@@ -89,8 +98,9 @@ export class Projector {
         failures = 0;
         if (!worked) await this.#wakeup.wait(this.options.pollMs);
       } catch (err) {
-        // Re-read where the checkpoints are.
+        // Re-read where the checkpoints are; the cached groups may be ahead of them.
         this.#positions.clear();
+        this.#cache.clear();
         failures += 1;
         this.stats.errors += 1;
         if (err instanceof CheckpointMoved && failures === 1) {
@@ -113,11 +123,20 @@ export class Projector {
       const held = this.projections.filter((p) => this.#held.has(p.name));
       if (held.length === 0) break;
       const cursors = await this.#cursors(held);
-      const batch = await computeBatch(this.db, cursors, this.options.batchSize);
+      const generation = this.#cache.generation;
+      // The cache holds every held projection's state at one position: usable when they all are there.
+      const cached = this.#cache.maxGroups > 0 && cursors.every((c) => c.position === cursors[0]?.position);
+      if (!cached) this.#cache.clear();
+      const batch: Batch | CachedBatch | null = cached
+        ? await computeCachedBatch(this.db, cursors, this.options.batchSize, this.#cache)
+        : await computeBatch(this.db, cursors, this.options.batchSize);
       if (batch === null) break;
       const moves = cursors.filter((c) => batch.deltas.has(c.projection.name)).map((c) => ({ name: c.projection.name, expected: c.position }));
       if (!(await writeDeltas(this.db, [...batch.deltas.values()], '', { moves, to: batch.to }))) throw new CheckpointMoved(moves.map((m) => m.name).join(', '));
       for (const m of moves) this.#positions.set(m.name, batch.to);
+      if ('entries' in batch && this.#cache.generation === generation) this.#cache.putAll((batch as CachedBatch).entries);
+      this.stats.cacheHits = this.#cache.hits;
+      this.stats.cacheMisses = this.#cache.misses;
       this.stats.batches += 1;
       this.stats.events += batch.events;
       worked = true;
@@ -142,14 +161,19 @@ export class Projector {
         if (ok && !this.#held.has(p.name)) {
           this.#held.add(p.name);
           this.#positions.delete(p.name);
+          this.#cache.clear();
           this.log.info({ projection: p.name }, 'projection lease acquired');
           this.#wakeup.signal();
         } else if (!ok && this.#held.delete(p.name)) {
+          this.#cache.clear();
           this.log.warn({ projection: p.name }, 'projection lease lost');
         }
       } catch (err) {
         // Cannot tell whether we still hold it: stop applying until a renewal succeeds.
-        if (this.#held.delete(p.name)) this.log.warn({ projection: p.name, err: describeError(err) }, 'projection lease renewal failed');
+        if (this.#held.delete(p.name)) {
+          this.#cache.clear();
+          this.log.warn({ projection: p.name, err: describeError(err) }, 'projection lease renewal failed');
+        }
       }
     }
     this.stats.held = [...this.#held];

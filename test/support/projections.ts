@@ -24,7 +24,7 @@ export async function append(db: Db, apiKeyId: string, events: readonly Record<s
   await appendEvents(db.kysely, logRows(apiKeyId, events));
 }
 
-export const FAST_PROJECTOR: ProjectorOptions = { batchSize: 500, pollMs: 50, leaseMs: 2000 };
+export const FAST_PROJECTOR: ProjectorOptions = { batchSize: 500, pollMs: 50, leaseMs: 2000, cacheGroups: 50_000 };
 
 export async function startProjector(db: Db, options: Partial<ProjectorOptions> = {}, projections: readonly Projection[] = PROJECTIONS): Promise<Projector> {
   await ensureProjectionTables(db.kysely, PROJECTIONS);

@@ -1,0 +1,62 @@
+import type { LogEvent } from '../../projections/kit/types.js';
+import type { Db } from '../db/connect.js';
+import { type Batch, type Cursor, groupOf } from './batch.js';
+import { Delta } from './contribution.js';
+import type { CachedGroup, GroupCache } from './group-cache.js';
+import { GroupDiff } from './group-diff.js';
+import { readEventsAfter, readGroupHistory } from './read-batch.js';
+import { byTimeThenId, type GroupKey, groupKeyOf, groupKeyString } from './read-groups.js';
+
+/** A batch computed with the group cache, and the cache entries to put in once it is committed. */
+export interface CachedBatch extends Batch {
+  readonly entries: ReadonlyMap<string, CachedGroup>;
+}
+
+/**
+ * The live projector's step when every projection is at the same checkpoint: the same deltas as
+ * `computeBatch`, with less reading. It reads only the batch's own events; groups the cache
+ * holds take their earlier events from it, and only the others' earlier events are read from the
+ * log (one statement). Then, as in `computeBatch`, each projection's difference between the
+ * group's contribution before and after the batch.
+ */
+export async function computeCachedBatch(db: Db, cursors: readonly Cursor[], limit: number, cache: GroupCache): Promise<CachedBatch | null> {
+  const position = cursors[0]?.position;
+  if (position === undefined) return null;
+  if (cursors.some((c) => c.position !== position)) throw new Error('computeCachedBatch needs every cursor at the same position');
+  const fresh = await readEventsAfter(db, position, limit);
+  const last = fresh.at(-1);
+  if (last === undefined) return null;
+
+  const added = new Map<string, { key: GroupKey; events: LogEvent[] }>();
+  for (const e of fresh) {
+    const key = groupKeyOf(e);
+    const id = groupKeyString(key);
+    const g = added.get(id);
+    if (g === undefined) added.set(id, { key, events: [e] });
+    else g.events.push(e);
+  }
+  const misses: GroupKey[] = [];
+  for (const [id, { key }] of added) if (!cache.has(id)) misses.push(key);
+  const history = misses.length > 0 ? await readGroupHistory(db, misses, position) : new Map<string, LogEvent[]>();
+
+  const active = cursors.map((c) => ({ projection: c.projection, delta: new Delta(c.projection), diff: new GroupDiff(c.projection) }));
+  const entries = new Map<string, CachedGroup>();
+  for (const [id, { key, events }] of added) {
+    const cached = cache.get(id);
+    const earlier = cached?.events ?? history.get(id) ?? [];
+    const all = [...earlier, ...events].sort(byTimeThenId);
+    const after = groupOf(key, all);
+    for (const c of active) {
+      if (!c.projection.groups.includes(key.kind)) continue;
+      if (earlier.length > 0) {
+        c.diff.side = 0;
+        c.projection.project(groupOf(key, earlier), c.diff);
+      }
+      c.diff.side = 1;
+      c.projection.project(after, c.diff);
+      c.diff.flushInto(c.delta);
+    }
+    entries.set(id, { events: all });
+  }
+  return { to: last.position, events: fresh.length, deltas: new Map(active.map((c) => [c.projection.name, c.delta])), entries };
+}
