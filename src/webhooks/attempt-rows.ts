@@ -43,12 +43,13 @@ export function cleanSnippet(s: string | null): string | null {
   return s === null ? null : s.split('\u0000').join('');
 }
 
+/** Many rows in one statement, as one array per column (unnest: far cheaper than a JSON recordset). */
 export async function insertAttempts(db: Kysely<Database>, rows: readonly AttemptRow[]): Promise<void> {
   if (rows.length === 0) return;
+  const col = <K extends keyof AttemptRow>(k: K): AttemptRow[K][] => rows.map((r) => r[k]);
   await sql`
     INSERT INTO webhook_attempts (attempted_at, api_key_id, url_id, delivery_id, webhook_id, attempt, event_count, outcome, status_code, latency_ms, error_class, response_snippet)
-    SELECT attempted_at, api_key_id, url_id, delivery_id, webhook_id, attempt, event_count, outcome, status_code, latency_ms, error_class, response_snippet
-    FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(attempted_at timestamptz, api_key_id bigint, url_id bigint, delivery_id bigint, webhook_id text,
-      attempt integer, event_count integer, outcome text, status_code integer, latency_ms integer, error_class text, response_snippet text)`.execute(db);
+    SELECT * FROM unnest(${col('attempted_at')}::timestamptz[], ${col('api_key_id')}::bigint[], ${col('url_id')}::bigint[], ${col('delivery_id')}::bigint[],
+      ${col('webhook_id')}::text[], ${col('attempt')}::int[], ${col('event_count')}::int[], ${col('outcome')}::text[], ${col('status_code')}::int[],
+      ${col('latency_ms')}::int[], ${col('error_class')}::text[], ${col('response_snippet')}::text[])`.execute(db);
 }
-

@@ -5,7 +5,8 @@ import type { CallbackUrlStatus, CallbackUrlVersion } from './callback-url-input
 /**
  * The delivery outbox (0003 migration): rows go in with the checkpoint move that produced them
  * (or a replay), come out through `claimDue`, and leave when an outcome is recorded
- * (outcome-writer.ts) or their URL dies (reroute.ts).
+ * (outcome-writer.ts) or their URL dies (reroute.ts). Row sets travel as one array (or one
+ * separated text) per column, unnested in Postgres.
  */
 
 /** NOTIFY channel that wakes dispatchers when deliveries are enqueued. */
@@ -54,28 +55,31 @@ export interface ClaimOptions {
   claim: string;
 }
 
+/**
+ * Separators of the events column as it travels to Postgres: rows by U+001F, a row's events by
+ * U+001E. Event JSON never holds them raw (JSON escapes every control character), so the text
+ * needs no escaping and Postgres splits it with string_to_array — many times cheaper, for
+ * both sides, than json_to_recordset over the same events.
+ */
+const ROW_SEPARATOR = '\u001f';
+const EVENT_SEPARATOR = '\u001e';
+
 /** Inserts deliveries; returns the id of each, by webhook id. */
 export async function insertDeliveries(db: Kysely<Database>, rows: readonly NewDelivery[]): Promise<Map<string, bigint>> {
   if (rows.length === 0) return new Map();
-  const json = JSON.stringify(
-    rows.map((r) => ({
-      api_key_id: String(r.apiKeyId),
-      url_id: String(r.urlId),
-      webhook_id: r.webhookId,
-      events: r.events,
-      positions: r.positions.map(String),
-      bytes: r.bytes,
-      delay_ms: r.delayMs,
-      claim: r.claim?.id ?? null,
-      lease_ms: r.claim?.leaseMs ?? null,
-    })),
-  );
+  if (rows.some((r) => r.events.some((e) => e.includes(ROW_SEPARATOR) || e.includes(EVENT_SEPARATOR)))) throw new Error('a webhook event holds a raw U+001E or U+001F (not JSON text)');
+  const events = rows.map((r) => r.events.join(EVENT_SEPARATOR)).join(ROW_SEPARATOR);
+  // Every column as one text, split in Postgres (no array literal to escape or parse).
+  const list = (f: (r: NewDelivery) => string | number) => rows.map(f).join(',');
   const result = await sql<{ id: bigint; webhook_id: string }>`
     INSERT INTO webhook_deliveries (api_key_id, url_id, webhook_id, events, positions, bytes, due_at, claim, claimed_until)
-    SELECT api_key_id, url_id, webhook_id, events, positions, bytes, now() + make_interval(secs => delay_ms / 1000.0),
-      claim, CASE WHEN claim IS NOT NULL THEN now() + make_interval(secs => lease_ms / 1000.0) END
-    FROM json_to_recordset(${json}::json)
-      AS r(api_key_id bigint, url_id bigint, webhook_id text, events text[], positions bigint[], bytes integer, delay_ms integer, claim text, lease_ms integer)
+    SELECT r.api_key_id, r.url_id, r.webhook_id, string_to_array(r.events, chr(30)), string_to_array(r.positions, ' ')::bigint[], r.bytes,
+      now() + make_interval(secs => r.delay_ms / 1000.0), r.claim, CASE WHEN r.claim IS NOT NULL THEN now() + make_interval(secs => r.lease_ms / 1000.0) END
+    FROM unnest(string_to_array(${list((r) => String(r.apiKeyId))}::text, ',')::bigint[], string_to_array(${list((r) => String(r.urlId))}::text, ',')::bigint[],
+      string_to_array(${list((r) => r.webhookId)}::text, ','), string_to_array(${events}::text, chr(31)), string_to_array(${list((r) => r.positions.join(' '))}::text, ','),
+      string_to_array(${list((r) => r.bytes)}::text, ',')::int[], string_to_array(${list((r) => Math.round(r.delayMs))}::text, ',')::int[],
+      string_to_array(${list((r) => r.claim?.id ?? '')}::text, ',', ''), string_to_array(${list((r) => r.claim?.leaseMs ?? '')}::text, ',', '')::int[])
+      AS r(api_key_id, url_id, webhook_id, events, positions, bytes, delay_ms, claim, lease_ms)
     RETURNING id, webhook_id`.execute(db);
   return new Map(result.rows.map((r) => [r.webhook_id, BigInt(r.id)]));
 }

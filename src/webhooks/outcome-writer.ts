@@ -35,6 +35,9 @@ export interface OutcomeWriterOptions {
 }
 
 
+const ids = (rs: readonly AttemptResult[]): string[] => rs.map((r) => String(r.delivery.id));
+const claimsOf = (rs: readonly AttemptResult[]): string[] => rs.map((r) => r.delivery.claim);
+
 export class OutcomeWriter {
   #queue: AttemptResult[] = [];
   /** Per URL: the last success time written, and whether a failure was written since. */
@@ -103,12 +106,24 @@ export class OutcomeWriter {
     const failedUrls = [...new Set(batch.filter((r) => !r.http.ok).map((r) => String(r.delivery.urlId)))];
     const counts = { delivered: 0, deliveredEvents: 0, failed: 0, expired: 0, died: 0 };
     const written = await this.db.transaction().execute(async (trx) => {
-      // The rows whose claim this worker still holds, locked until the commit.
-      const claims = JSON.stringify(batch.map((r) => ({ id: String(r.delivery.id), claim: r.delivery.claim })));
-      const heldRows = await sql<{ id: bigint }>`
-        SELECT w.id FROM webhook_deliveries AS w JOIN json_to_recordset(${claims}::json) AS x(id bigint, claim text) ON w.id = x.id AND w.claim = x.claim
-        FOR UPDATE OF w`.execute(trx);
-      const held = new Set(heldRows.rows.map((r) => String(r.id)));
+      // The rows whose claim this worker still holds: delivered ones deleted at once (their
+      // attempt is recorded below, held or not), the others locked until the commit.
+      const held = new Set<string>();
+      const delivered = batch.filter((r) => r.http.ok);
+      const failed = batch.filter((r) => !r.http.ok);
+      if (delivered.length > 0) {
+        const gone = await sql<{ id: string }>`
+          DELETE FROM webhook_deliveries AS w USING unnest(${ids(delivered)}::bigint[], ${claimsOf(delivered)}::text[]) AS x(id, claim)
+          WHERE w.id = x.id AND w.claim = x.claim RETURNING w.id::text AS id`.execute(trx);
+        for (const r of gone.rows) held.add(r.id);
+      }
+      if (failed.length > 0) {
+        const locked = await sql<{ id: string }>`
+          SELECT w.id::text AS id FROM webhook_deliveries AS w JOIN unnest(${ids(failed)}::bigint[], ${claimsOf(failed)}::text[]) AS x(id, claim)
+            ON w.id = x.id AND w.claim = x.claim
+          FOR UPDATE OF w`.execute(trx);
+        for (const r of locked.rows) held.add(r.id);
+      }
       // Out of retries: the URL dies if it has not worked since this delivery first failed.
       const killed = new Set<string>();
       for (const r of batch) {
@@ -148,7 +163,7 @@ export class OutcomeWriter {
             counts.deliveredEvents += d.eventCount;
           } else counts.failed += 1;
         } else if (r.http.ok) {
-          removed.push({ id: String(d.id), claim: d.claim });
+          // Deleted above.
           counts.delivered += 1;
           counts.deliveredEvents += d.eventCount;
         } else {
@@ -171,7 +186,7 @@ export class OutcomeWriter {
 
       await insertAttempts(trx, attempts);
       if (removed.length > 0) {
-        await sql`DELETE FROM webhook_deliveries AS w USING json_to_recordset(${JSON.stringify(removed)}::json) AS x(id bigint, claim text)
+        await sql`DELETE FROM webhook_deliveries AS w USING unnest(${removed.map((r) => r.id)}::bigint[], ${removed.map((r) => r.claim)}::text[]) AS x(id, claim)
           WHERE w.id = x.id AND w.claim = x.claim`.execute(trx);
       }
       if (retries.length > 0) {
@@ -184,7 +199,7 @@ export class OutcomeWriter {
       }
       if (released.length > 0) {
         await sql`UPDATE webhook_deliveries AS w SET claim = NULL, claimed_until = NULL
-          FROM json_to_recordset(${JSON.stringify(released)}::json) AS x(id bigint, claim text) WHERE w.id = x.id AND w.claim = x.claim`.execute(trx);
+          FROM unnest(${released.map((r) => r.id)}::bigint[], ${released.map((r) => r.claim)}::text[]) AS x(id, claim) WHERE w.id = x.id AND w.claim = x.claim`.execute(trx);
       }
       const healthy = [...urlHealth]
         .filter(([id, h]) => h.ok && (this.#failedSince.has(id) || h.at.getTime() - (this.#successWritten.get(id) ?? 0) >= this.#successEveryMs))
