@@ -113,8 +113,8 @@ export async function startService(config: Config, roles: readonly Role[], log: 
     if (running !== null) {
       sources.push({
         name: 'mailtally_projector_total',
-        help: 'Projector work in this process: events folded, batches written, errors',
-        read: () => ({ events: running.stats.events, batches: running.stats.batches, errors: running.stats.errors }),
+        help: 'Projector work in this process: events folded, batches written, errors, groups found in and missing from its cache',
+        read: () => ({ events: running.stats.events, batches: running.stats.batches, errors: running.stats.errors, cacheHits: running.stats.cacheHits, cacheMisses: running.stats.cacheMisses }),
       });
     }
     registerMetrics(http, { db: db.kysely, sources });

@@ -74,7 +74,10 @@ describe('two projector runners on Postgres', () => {
     expect(typeof childUrl).toBe('string');
     const status = (await (await fetch(`${String(childUrl)}/status`)).json()) as { roles: string[] };
     expect(status.roles).toEqual(['projector']);
-    expect(await (await fetch(`${String(childUrl)}/metrics`)).text()).toMatch(/mailtally_projector_total\{outcome="batches"\} [1-9]/);
+    const metrics = await (await fetch(`${String(childUrl)}/metrics`)).text();
+    expect(metrics).toMatch(/mailtally_projector_total\{outcome="batches"\} [1-9]/);
+    // New messages are not in the group cache yet: each is a miss.
+    expect(metrics).toMatch(/mailtally_projector_total\{outcome="cacheMisses"\} [1-9]/);
     // While the child lives, the in-process runner holds nothing and applies nothing.
     expect(second.stats.held).toEqual([]);
     expect(second.stats.batches).toBe(0);
