@@ -140,10 +140,16 @@ export async function renderReport(): Promise<string> {
     '## Figures',
     '',
   ];
+  const previous = previousSections();
   for (const b of results) {
     lines.push(`### ${b.title}`, '');
     const r = b.result;
     if (r === null) {
+      const carried = previous.get(b.title);
+      if (carried !== undefined) {
+        lines.push(`Carried over from the previous report: this machine has no \`bench/results/${b.name}.json\` (\`npm run bench -- ${b.name}\` measures it again).`, '', carried, '');
+        continue;
+      }
       lines.push(`Not measured: no \`bench/results/${b.name}.json\`. Run \`npm run bench -- ${b.name}\`.`, '');
       continue;
     }
@@ -161,9 +167,26 @@ export async function renderReport(): Promise<string> {
     if (r.notes.length > 0) lines.push('');
     if (b.name === 'peer') lines.push(PEER_DIFFERENCES, '');
   }
-  const missing = results.filter((b) => b.result === null).map((b) => b.name);
+  const missing = results.filter((b) => b.result === null && !previous.has(b.title)).map((b) => b.name);
   if (missing.length > 0) lines.push(`Missing from this report: ${missing.join(', ')}.`, '');
   return `${lines.join('\n')}\n`;
+}
+
+/** The figure sections of the report now on disk, by title (to carry over those not measured again). */
+function previousSections(): Map<string, string> {
+  const sections = new Map<string, string>();
+  if (!existsSync(REPORT_PATH)) return sections;
+  const text = readFileSync(REPORT_PATH, 'utf8');
+  const figures = text.slice(text.indexOf('## Figures'));
+  for (const part of figures.split(/^### /m).slice(1)) {
+    const newline = part.indexOf('\n');
+    const title = part.slice(0, newline).trim();
+    let body = part.slice(newline + 1).replace(/^Missing from this report:.*$/m, '').trim();
+    // A section carried over before keeps its original text only.
+    body = body.replace(/^Carried over from the previous report:.*\n\n/, '');
+    sections.set(title, body);
+  }
+  return sections;
 }
 
 export async function writeReport(): Promise<string> {
