@@ -12,7 +12,7 @@ export async function loadLog(db: Db, count: number, onProgress: (done: number) 
     const outcome = await writeBatch(db, batch, [], (i, reason) => {
       throw new Error(`row ${i} refused: ${reason}`);
     });
-    stored += outcome.inserted.size;
+    stored += outcome.inserted;
     batch = [];
     onProgress(done);
   };

@@ -68,8 +68,8 @@ export async function importFile(
       else letters.push(importDeadLetter(line, tenant, reason ?? (decoded?.ok === false ? decoded.reason : 'invalid')));
     }
     const outcome = await writeBatch(db, rows, letters, (i, why) => importDeadLetter(rowLines[i] as JsonLine, (rows[i] as LogEventRow).api_key_id, why));
-    summary.Imported += outcome.inserted.size;
-    summary.Duplicates += rows.length - outcome.inserted.size - outcome.refused.size;
+    summary.Imported += outcome.inserted;
+    summary.Duplicates += rows.length - outcome.inserted - outcome.refused.size;
     summary.Rejected += letters.length + outcome.refused.size;
     progress?.update(input.bytesRead(), { events: summary.Imported + summary.Duplicates + summary.Rejected });
   };

@@ -22,7 +22,10 @@ export function decodeEventBytes(bytes: Uint8Array, ctx: DecodeContext): DecodeR
   } catch {
     return { ok: false, reason: 'body is not valid UTF-8' };
   }
-  return decodeEventText(text, ctx);
+  const result = decodeEventText(text, ctx);
+  // The payload is the body's own text, so the body is its UTF-8 (unless the decoder dropped a byte order mark).
+  if (result.ok && result.row.payload === text && bytes[0] !== 0xef) result.row.payloadUtf8 = bytes;
+  return result;
 }
 
 export function decodeEventText(text: string, ctx: DecodeContext): DecodeResult {

@@ -35,6 +35,8 @@ export interface LogEventRow {
   nats_seq: number | null;
   /** The event as received, as JSON text. */
   payload: string;
+  /** The payload's UTF-8 bytes when they are at hand (the NATS message body): COPY sends them as they are. Not a column. */
+  payloadUtf8?: Uint8Array;
 }
 
 export interface DecodeContext {

@@ -7,8 +7,8 @@ import { copyAppend } from '../log/copy-append.js';
 import { writeDeadLetters } from '../log/dead-letters.js';
 
 export interface BatchOutcome {
-  /** Keys (`api_key_id:event_id`) of the rows that were new. */
-  inserted: Set<string>;
+  /** How many rows were new (each (tenant, EventID) counts once; the others were duplicates). */
+  inserted: number;
   /** Rows the database refused for a reason retrying would not fix, by index in `rows`. */
   refused: Map<number, string>;
 }
@@ -32,19 +32,19 @@ export async function writeBatch(
         : await db.kysely.transaction().execute(async (trx) => {
             const result = await appendEvents(trx, rows);
             await writeDeadLetters(trx, deadLetters);
-            return result.inserted;
+            return result.inserted.size;
           });
-    return { inserted: new Set(inserted), refused: new Map() };
+    return { inserted, refused: new Map() };
   } catch (err) {
     if (isTransientDbError(err)) throw err;
   }
 
-  const inserted = new Set<string>();
+  let inserted = 0;
   const refused = new Map<number, string>();
   for (const [i, row] of rows.entries()) {
     try {
       const result = await appendEvents(db.kysely, [row]);
-      for (const key of result.inserted) inserted.add(key);
+      inserted += result.inserted.size;
     } catch (err) {
       if (isTransientDbError(err)) throw err;
       refused.set(i, `refused by the database: ${describeError(err)}`);

@@ -6,7 +6,6 @@ import { stringifyExactJson } from '../events/exact-json.js';
 import { type AuthFailures, authenticate } from '../http/auth.js';
 import { apiErrors } from '../http/errors.js';
 import type { KeyVerifier } from '../keys/key-store.js';
-import { eventKey } from '../log/append.js';
 import { type BatchOutcome, writeBatch } from './batch-writer.js';
 
 export const MAX_EVENTS_PER_REQUEST = 1000;
@@ -64,15 +63,8 @@ export function registerHttpIngest(app: FastifyInstance, deps: { db: Db; verifie
     for (const [i, reason] of outcome.refused) errors.push({ Index: rowIndex[i] as number, Reason: reason });
     errors.sort((a, b) => a.Index - b.Index);
 
-    // The first occurrence of an event id in the request counts as accepted, the rest as duplicates.
-    let accepted = 0;
-    const seen = new Set<string>();
-    for (const [i, row] of rows.entries()) {
-      const key = eventKey(row.api_key_id, row.event_id);
-      if (outcome.refused.has(i) || seen.has(key)) continue;
-      seen.add(key);
-      if (outcome.inserted.has(key)) accepted++;
-    }
+    // Each event id stored counts once as accepted (its first occurrence); every other stored-or-skipped row is a duplicate.
+    const accepted = outcome.inserted;
     const summary: IngestSummary = {
       Accepted: accepted,
       Duplicates: rows.length - outcome.refused.size - accepted,

@@ -138,8 +138,8 @@ export class NatsIngest {
       const { rows, rowMessages, letters, poison } = batch;
       const outcome = await writeBatch(this.db, rows, letters, (i, reason) => natsDeadLetter(rowMessages[i] as JsMsg, reason, (rows[i] as LogEventRow).api_key_id));
       this.#consecutiveFailures = 0;
-      this.stats.stored += outcome.inserted.size;
-      this.stats.duplicates += rows.length - outcome.inserted.size - outcome.refused.size;
+      this.stats.stored += outcome.inserted;
+      this.stats.duplicates += rows.length - outcome.inserted - outcome.refused.size;
       this.stats.deadLettered += letters.length + outcome.refused.size;
       for (let i = 0; i < rowMessages.length; i++) {
         const m = rowMessages[i] as JsMsg;

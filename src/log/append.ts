@@ -29,7 +29,7 @@ export async function appendEvents(db: Kysely<Database>, rows: readonly LogEvent
 function batchJson(rows: readonly LogEventRow[]): string {
   const parts = new Array<string>(rows.length);
   for (let i = 0; i < rows.length; i++) {
-    const { payload, ...columns } = rows[i] as LogEventRow;
+    const { payload, payloadUtf8: _bytes, ...columns } = rows[i] as LogEventRow;
     parts[i] = `${JSON.stringify(columns).slice(0, -1)},"payload":${payload}}`;
   }
   return `[${parts.join(',')}]`;

@@ -35,28 +35,44 @@ const num = (v: number | null): string => (v === null ? '\\N' : String(v));
 /** Decimal ids, event types, ESP names: made by decoding, never anything to escape. */
 const plain = (v: string | null): string => (v === null ? '\\N' : v);
 
-function copyLine(r: LogEventRow): string {
+/** Every column but the payload, each followed by its tab. */
+function copyLineHead(r: LogEventRow): string {
   return (
     `${text(r.event_id)}\t${plain(r.api_key_id)}\t${plain(r.type)}\t${r.event_time}\t${plain(r.message_id)}\t${nullable(r.email)}\t` +
     `${nullable(r.recipient_domain)}\t${plain(r.esp)}\t${plain(r.campaign_id)}\t${plain(r.contact_id)}\t${plain(r.list_id)}\t` +
     `${plain(r.sender_id)}\t${nullable(r.sender)}\t${nullable(r.sender_domain)}\t${nullable(r.custom_campaign)}\t${nullable(r.url)}\t` +
     `${nullable(r.ua_platform)}\t${nullable(r.ua_client)}\t${nullable(r.geo)}\t${flag(r.hard_bounce)}\t${flag(r.blocked)}\t` +
-    `${nullable(r.error_related_to)}\t${nullable(r.error)}\t${num(r.state_id)}\t${num(r.nats_seq)}\t${text(r.payload)}\n`
+    `${nullable(r.error_related_to)}\t${nullable(r.error)}\t${num(r.state_id)}\t${num(r.nats_seq)}\t`
   );
 }
 
+/**
+ * The payload, the bulk of each line, is copied from the message's own bytes when it has nothing
+ * to escape (no re-encoding of the text); otherwise it is escaped and encoded like the other columns.
+ */
 export function encodeCopyRows(rows: readonly LogEventRow[]): CopyBody {
   let buf = Buffer.allocUnsafe(Math.max(64 * 1024, rows.length * 768));
   let length = 0;
   for (let i = 0; i < rows.length; i++) {
-    const line = copyLine(rows[i] as LogEventRow);
-    // UTF-8 takes at most 3 bytes per UTF-16 code unit.
-    if (length + line.length * 3 > buf.length) {
-      const bigger = Buffer.allocUnsafe(Math.max(buf.length * 2, length + line.length * 3));
+    const r = rows[i] as LogEventRow;
+    const head = copyLineHead(r);
+    const bytes = r.payloadUtf8 !== undefined && !NEEDS_ESCAPE.test(r.payload) ? r.payloadUtf8 : null;
+    const payload = bytes === null ? text(r.payload) : '';
+    // UTF-8 takes at most 3 bytes per UTF-16 code unit; one more for the line end.
+    const most = (head.length + payload.length) * 3 + (bytes?.length ?? 0) + 1;
+    if (length + most > buf.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(buf.length * 2, length + most));
       buf.copy(bigger, 0, 0, length);
       buf = bigger;
     }
-    length += buf.write(line, length, 'utf8');
+    length += buf.write(head, length, 'utf8');
+    if (bytes !== null) {
+      buf.set(bytes, length);
+      length += bytes.length;
+    } else {
+      length += buf.write(payload, length, 'utf8');
+    }
+    buf[length++] = 0x0a;
   }
   return { buf, length };
 }
