@@ -43,13 +43,19 @@ export function cleanSnippet(s: string | null): string | null {
   return s === null ? null : s.split('\u0000').join('');
 }
 
-/** Many rows in one statement, as one array per column (unnest: far cheaper than a JSON recordset). */
+/**
+ * Many rows in one statement: the columns that hold no commas (times, ids, numbers, outcome and
+ * error class; '' for null) as comma-separated text split in Postgres, the response snippets
+ * (any text) as an array. Far cheaper, for both sides, than a JSON recordset.
+ */
 export async function insertAttempts(db: Kysely<Database>, rows: readonly AttemptRow[]): Promise<void> {
   if (rows.length === 0) return;
-  const col = <K extends keyof AttemptRow>(k: K): AttemptRow[K][] => rows.map((r) => r[k]);
+  const list = <K extends keyof AttemptRow>(k: K): string => rows.map((r) => r[k] ?? '').join(',');
   await sql`
     INSERT INTO webhook_attempts (attempted_at, api_key_id, url_id, delivery_id, webhook_id, attempt, event_count, outcome, status_code, latency_ms, error_class, response_snippet)
-    SELECT * FROM unnest(${col('attempted_at')}::timestamptz[], ${col('api_key_id')}::bigint[], ${col('url_id')}::bigint[], ${col('delivery_id')}::bigint[],
-      ${col('webhook_id')}::text[], ${col('attempt')}::int[], ${col('event_count')}::int[], ${col('outcome')}::text[], ${col('status_code')}::int[],
-      ${col('latency_ms')}::int[], ${col('error_class')}::text[], ${col('response_snippet')}::text[])`.execute(db);
+    SELECT * FROM unnest(string_to_array(${list('attempted_at')}::text, ',')::timestamptz[], string_to_array(${list('api_key_id')}::text, ',')::bigint[],
+      string_to_array(${list('url_id')}::text, ',')::bigint[], string_to_array(${list('delivery_id')}::text, ',')::bigint[], string_to_array(${list('webhook_id')}::text, ','),
+      string_to_array(${list('attempt')}::text, ',')::int[], string_to_array(${list('event_count')}::text, ',')::int[], string_to_array(${list('outcome')}::text, ','),
+      string_to_array(${list('status_code')}::text, ',', '')::int[], string_to_array(${list('latency_ms')}::text, ',')::int[], string_to_array(${list('error_class')}::text, ',', ''),
+      ${rows.map((r) => r.response_snippet)}::text[])`.execute(db);
 }

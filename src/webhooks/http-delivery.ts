@@ -52,7 +52,8 @@ const MAX_CACHED_TARGETS = 10_000;
 
 export class HttpDelivery {
   readonly #agent: Agent;
-  readonly #targets = new Map<string, Target | null>();
+  /** With the SSRF guard's verdict on a literal address host (the allow list never changes). */
+  readonly #targets = new Map<string, (Target & { refusal: string | null }) | null>();
 
   constructor(private readonly options: HttpDeliveryOptions) {
     this.#agent = new Agent({
@@ -69,11 +70,7 @@ export class HttpDelivery {
   post(url: string, headers: Readonly<Record<string, string>>, body: string): Promise<HttpOutcome> {
     const target = this.#target(url);
     if (target === null) return Promise.resolve(failure('invalid_url', 0, 'not an http(s) URL'));
-    try {
-      vetLiteralHost(target.hostname, this.options.allowList);
-    } catch (err) {
-      return Promise.resolve(failure('ssrf_blocked', 0, err instanceof Error ? err.message : String(err)));
-    }
+    if (target.refusal !== null) return Promise.resolve(failure('ssrf_blocked', 0, target.refusal));
     const flat = ['content-type', 'application/json', 'user-agent', USER_AGENT];
     for (const [k, v] of Object.entries(target.auth)) flat.push(k, v);
     for (const [k, v] of Object.entries(headers)) flat.push(k, v);
@@ -91,14 +88,24 @@ export class HttpDelivery {
     await this.#agent.destroy();
   }
 
-  #target(url: string): Target | null {
+  #target(url: string): (Target & { refusal: string | null }) | null {
     let target = this.#targets.get(url);
     if (target === undefined) {
       if (this.#targets.size >= MAX_CACHED_TARGETS) this.#targets.clear();
-      target = splitUrl(url);
+      const split = splitUrl(url);
+      target = split === null ? null : { ...split, refusal: literalHostRefusal(split.hostname, this.options.allowList) };
       this.#targets.set(url, target);
     }
     return target;
+  }
+}
+
+function literalHostRefusal(hostname: string, allowList: AllowList): string | null {
+  try {
+    vetLiteralHost(hostname, allowList);
+    return null;
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
   }
 }
 
