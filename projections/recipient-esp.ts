@@ -1,4 +1,5 @@
 import { API_KEY, bigints, col } from './kit/columns.js';
+import { has } from './kit/distinct.js';
 import { isAttempted, messageFacts } from './kit/message-facts.js';
 import type { Group, Output, Projection } from './kit/types.js';
 
@@ -23,7 +24,6 @@ export const recipientEsp: Projection = {
     const f = messageFacts(group);
     if (f.campaignId === '0') return;
     const c = f.count;
-    const has = (n: number) => (n > 0 ? 1 : 0);
     const sums = [isAttempted(f) ? 1 : 0, has(c.sent), has(c.opened), has(c.clicked), has(c.deferred), has(c.softBounced), has(c.hardBounced), has(c.unsub), has(c.spam)];
     // A blocked message counts nowhere here: emit nothing rather than a row of zeros (the live
     // projector would store it, a replay would not).

@@ -67,27 +67,34 @@ export const statcounters: Projection = {
   ],
   project(group: Group, out: Output): void {
     const f = messageFacts(group);
-    const sources: [string, string, boolean][] = [['A', '0', true]];
+    const sources: Source[] = [['A', '0', true]];
     if (f.campaignId !== '0') sources.push(['C', f.campaignId, true]);
     if (f.senderId !== '0') sources.push(['S', f.senderId, false]);
     const lifetime = messageVector(f);
-    const eventSlices = RESOLUTIONS.map((r) => eventTimed(f, r.seconds));
-    const emit = (source: [string, string, boolean], timing: string, resolution: string, slice: number, v: number[]) =>
-      out.add('statcounters', [f.apiKeyId, source[0], source[1], timing, resolution, slice], v);
-    for (const source of [...sources, ...(f.listId !== '0' ? [['L', f.listId, false] as [string, string, boolean]] : [])]) {
-      emit(source, 'L', 'L', 0, lifetime);
-    }
+    for (const source of sources) emit(out, f.apiKeyId, source, 'L', 'L', 0, lifetime);
+    if (f.listId !== '0') emit(out, f.apiKeyId, ['L', f.listId, false], 'L', 'L', 0, lifetime);
     for (const source of sources) {
       if (f.messageTime !== null) {
-        for (const r of RESOLUTIONS) emit(source, 'M', r.code, sliceStart(f.messageTime, r.seconds), lifetime);
+        for (const r of RESOLUTIONS) emit(out, f.apiKeyId, source, 'M', r.code, sliceStart(f.messageTime, r.seconds), lifetime);
       }
-      if (!source[2]) continue; // Sender: Message timing only
-      RESOLUTIONS.forEach((r, i) => {
-        for (const [slice, v] of eventSlices[i] ?? []) emit(source, 'E', r.code, slice, v);
-      });
+    }
+    // Event timing (Sender sources have Message timing only).
+    for (const r of RESOLUTIONS) {
+      const slices = eventTimed(f, r.seconds);
+      for (const source of sources) {
+        if (!source[2]) continue;
+        for (const [slice, v] of slices) emit(out, f.apiKeyId, source, 'E', r.code, slice, v);
+      }
     }
   },
 };
+
+/** A counter source: type, id, and whether it has Event timing. */
+type Source = [string, string, boolean];
+
+function emit(out: Output, apiKeyId: string, source: Source, timing: string, resolution: string, slice: number, v: number[]): void {
+  out.add('statcounters', [apiKeyId, source[0], source[1], timing, resolution, slice], v);
+}
 
 /** Everything the message contributes, in one vector (Lifetime and Message timing). */
 function messageVector(f: MessageFacts): number[] {
@@ -109,27 +116,29 @@ function messageVector(f: MessageFacts): number[] {
 /** Event timing: slice start → vector, for one resolution. */
 function eventTimed(f: MessageFacts, seconds: number): Map<number, number[]> {
   const slices = new Map<number, number[]>();
-  const at = (time: number): number[] => {
-    const s = sliceStart(time, seconds);
-    let v = slices.get(s);
-    if (v === undefined) slices.set(s, (v = new Array<number>(N).fill(0)));
-    return v;
-  };
-  if (f.messageTime !== null) at(f.messageTime)[TOTAL] = 1;
+  if (f.messageTime !== null) vectorAt(slices, f.messageTime, seconds)[TOTAL] = 1;
   for (const o of OUTCOMES) {
     const i = FLAG_INDEX[o];
     const e = f.first[o];
-    if (i !== undefined && e !== null) at(e.time)[i] = 1;
+    if (i !== undefined && e !== null) vectorAt(slices, e.time, seconds)[i] = 1;
   }
   for (const e of f.events) {
     const i = EVENT_INDEX[e.type];
     if (i === undefined) continue;
-    const v = at(e.time);
+    const v = vectorAt(slices, e.time, seconds);
     v[i] = (v[i] ?? 0) + 1;
   }
   const openDelay = delayOf(f, f.first.opened);
-  if (openDelay !== null && f.first.opened !== null) at(f.first.opened.time)[OPEN_DELAY] = openDelay;
+  if (openDelay !== null && f.first.opened !== null) vectorAt(slices, f.first.opened.time, seconds)[OPEN_DELAY] = openDelay;
   const clickDelay = delayOf(f, f.first.clicked);
-  if (clickDelay !== null && f.first.clicked !== null) at(f.first.clicked.time)[CLICK_DELAY] = clickDelay;
+  if (clickDelay !== null && f.first.clicked !== null) vectorAt(slices, f.first.clicked.time, seconds)[CLICK_DELAY] = clickDelay;
   return slices;
+}
+
+/** The vector of the slice holding `time`, created on first use. */
+function vectorAt(slices: Map<number, number[]>, time: number, seconds: number): number[] {
+  const s = sliceStart(time, seconds);
+  let v = slices.get(s);
+  if (v === undefined) slices.set(s, (v = new Array<number>(N).fill(0)));
+  return v;
 }

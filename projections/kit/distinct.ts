@@ -19,9 +19,13 @@ export const DISTINCT_SUMS = [
   'unsub',
 ] as const;
 
+/** 1 when a message has at least one event of a kind, else 0. */
+export function has(n: number): number {
+  return n > 0 ? 1 : 0;
+}
+
 export function distinctCounts(f: MessageFacts): number[] {
   const c = f.count;
-  const has = (n: number) => (n > 0 ? 1 : 0);
   return [
     f.messageTime !== null ? 1 : 0,
     has(c.queued),
