@@ -53,12 +53,6 @@ interface BatchAppend extends Append {
   grown: OpenBatch;
 }
 
-interface Handed {
-  delivery: NewDelivery;
-  route: Route;
-  type: string;
-}
-
 interface Route {
   urlId: bigint;
   version: CallbackUrlVersion;
@@ -70,8 +64,7 @@ interface Route {
 /**
  * Lets the caller claim Version 1 first attempts as they are enqueued, so that it can start
  * them itself once the transaction commits (no claim query, no body read back): `reserve`
- * takes a delivery slot for the URL, or says there is none (the row is then left unclaimed, and
- * returned in `spilled` for the caller's process to claim by id when a slot frees).
+ * takes a delivery slot for the URL, or says there is none (the row is then left unclaimed).
  */
 export interface FirstAttemptClaimer {
   readonly claim: string;
@@ -86,8 +79,6 @@ export interface EnqueueResult {
   openBatches: Map<string, OpenBatch>;
   /** The rows inserted already claimed (one per slot the claimer reserved), to start after the commit. */
   claimed: ClaimedDelivery[];
-  /** The claimer's other Version 1 rows, inserted unclaimed (claim ''): it may claim them by id later. */
-  spilled: ClaimedDelivery[];
 }
 
 /** Milliseconds before a batch closes within which no more events join it. */
@@ -114,12 +105,11 @@ export async function enqueueEvents(
   const wanted = events.filter((e) => e.payload !== null && isWebhookType(e.type));
   const openBatches = new Map(open);
   for (const [k, b] of openBatches) if (b.closesAt - CLOSE_MARGIN_MS <= now) openBatches.delete(k);
-  if (wanted.length === 0) return { deliveries: 0, events: 0, openBatches, claimed: [], spilled: [] };
+  if (wanted.length === 0) return { deliveries: 0, events: 0, openBatches, claimed: [] };
 
   const routes = await loadRoutes(db, [...new Set(wanted.map((e) => e.api_key_id))]);
   const single: NewDelivery[] = [];
-  const handed: Handed[] = [];
-  const spilled: Handed[] = [];
+  const handed: { delivery: NewDelivery; route: Route; type: string }[] = [];
   const grouped = new Map<string, { route: Route; apiKeyId: bigint; events: string[]; positions: bigint[]; sizes: number[]; ages: number[]; start: number }>();
   let routed = 0;
   for (const e of wanted) {
@@ -133,7 +123,7 @@ export async function enqueueEvents(
       if (claimer?.reserve(route.urlId) === true) {
         delivery.claim = { id: claimer.claim, leaseMs: claimer.leaseMs };
         handed.push({ delivery, route, type: e.type });
-      } else if (claimer !== null) spilled.push({ delivery, route, type: e.type });
+      }
       single.push(delivery);
       continue;
     }
@@ -196,7 +186,7 @@ export async function enqueueEvents(
     else openBatches.delete(String(b.urlId));
   }
   const createdAt = new Date(now);
-  const toClaimed = ({ delivery: d, route, type }: Handed): ClaimedDelivery => {
+  const claimed = handed.map(({ delivery: d, route, type }): ClaimedDelivery => {
     const id = ids.get(d.webhookId);
     if (id === undefined) throw new Error(`no id returned for ${d.webhookId}`);
     return {
@@ -212,8 +202,8 @@ export async function enqueueEvents(
       claim: d.claim?.id ?? '',
       target: { url: route.url, secret: route.secret, version: 1, status: 'alive', isBackup: route.isBackup, eventType: type },
     };
-  };
-  return { deliveries, events: routed, openBatches, claimed: handed.map(toClaimed), spilled: spilled.map(toClaimed) };
+  });
+  return { deliveries, events: routed, openBatches, claimed };
 }
 
 /** No room for one more (small) event. */

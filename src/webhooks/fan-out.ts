@@ -29,9 +29,7 @@ export interface FanOutOptions {
 /**
  * Where Version 1 first attempts go when this process has free delivery slots (the first lane):
  * they are inserted already claimed (for `leaseMs`) and started right after the commit, instead
- * of waiting for a claim query to find them. Rows beyond the free slots are inserted unclaimed
- * and remembered: this process claims them by id (no search) as its slots free up, and any
- * dispatcher's claim query can take them meanwhile.
+ * of waiting for a claim query to find them. Rows beyond the free slots are claimed as usual.
  */
 export interface FirstAttempts {
   readonly leaseMs: number;
@@ -41,15 +39,14 @@ export interface FirstAttempts {
   /** Rows of this URL were committed unclaimed because it was full. */
   markBehind(urlId: bigint): void;
   startReserved(row: ClaimedDelivery): void;
-  /** Version 1 rows committed unclaimed (no slot free): to claim by id as slots free up. */
-  remember(rows: readonly ClaimedDelivery[]): void;
 }
 
 /** One step's reservations: what to start after the commit, give back after a failure, or leave waiting. */
 class Reservations implements FirstAttemptClaimer {
   readonly claim = randomUUID();
   readonly reserved: bigint[] = [];
-  /** URLs with rows left unclaimed because they are at their cap here. */
+  /** Rows left unclaimed because their URL is at its cap here, and those URLs. */
+  waiting = 0;
   readonly waitingUrls = new Set<bigint>();
 
   constructor(private readonly first: FirstAttempts) {}
@@ -60,17 +57,19 @@ class Reservations implements FirstAttemptClaimer {
 
   reserve(urlId: bigint): boolean {
     const outcome = this.first.reserve(urlId);
-    if (outcome === 'url full') this.waitingUrls.add(urlId);
+    if (outcome === 'url full') {
+      this.waiting += 1;
+      this.waitingUrls.add(urlId);
+    }
     if (outcome !== 'reserved') return false;
     this.reserved.push(urlId);
     return true;
   }
 
   /** After the commit: the claimed rows start, and the URLs left waiting claim again when a slot frees. */
-  committed(claimed: readonly ClaimedDelivery[], spilled: readonly ClaimedDelivery[]): void {
+  committed(claimed: readonly ClaimedDelivery[]): void {
     for (const urlId of this.waitingUrls) this.first.markBehind(urlId);
     for (const row of claimed) this.first.startReserved(row);
-    this.first.remember(spilled);
   }
 
   failed(): void {
@@ -185,10 +184,10 @@ export class FanOut {
       this.#prefetch = { after: lastPosition, rows: next };
     }
     const reservations = this.firstAttempts !== null ? new Reservations(this.firstAttempts) : null;
-    // Wake the claimers only for rows nobody here is about to claim. Version 1 rows left
-    // unclaimed here (no slot free) are claimed by id when this process has a slot for them
-    // (other dispatcher processes find them at their next poll).
-    const othersToClaim = (r: EnqueueResult) => r.deliveries > r.claimed.length + r.spilled.length;
+    // Wake the claimers only for rows nobody here is about to claim. Rows waiting for a URL at
+    // its cap in this process are claimed when one of its requests finishes (other dispatcher
+    // processes find them at their next poll).
+    const othersToClaim = (r: EnqueueResult) => r.deliveries > r.claimed.length + (reservations?.waiting ?? 0);
     let result: EnqueueResult;
     try {
       result = await this.db.kysely.transaction().execute(async (trx) => {
@@ -201,7 +200,7 @@ export class FanOut {
       reservations?.failed();
       throw err;
     }
-    reservations?.committed(result.claimed, result.spilled);
+    reservations?.committed(result.claimed);
     this.#open = result.openBatches;
     this.#position = lastPosition;
     this.stats.position = String(last.position);

@@ -3,21 +3,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../db/connect.js';
 import { describeError } from '../db/errors.js';
 import type { Logger } from '../logger.js';
-import { Backlog } from './backlog.js';
-import { type ClaimedDelivery, claimByIds, claimDue } from './outbox.js';
+import { type ClaimedDelivery, claimDue } from './outbox.js';
 import { Wakeup } from '../log/wakeup.js';
 
 /**
  * One lane of delivery work — first attempts or retries — with its own concurrency: at most
  * `concurrency` requests in flight and at most `perUrl` for any one URL. A lane claims only
  * what it can start at once (each URL's free slots), URL by URL in round-robin order, so a URL
- * that hangs holds its own few slots and nothing else: other URLs keep their pace. The first
- * attempts this process enqueued without a free slot are remembered (backlog.ts) and claimed
- * by id before the lane searches the outbox.
+ * that hangs holds its own few slots and nothing else: other URLs keep their pace.
  */
-
-/** How long a claim by id of only a few rows waits for more slots to free (while requests are in flight). */
-const LINGER_MS = 3;
 
 export interface LaneOptions {
   readonly retry: boolean;
@@ -44,7 +38,6 @@ export class Lane {
    */
   readonly #behind = new Map<string, number>();
   #mark = 0;
-  readonly #backlog = new Backlog();
 
   constructor(
     private readonly db: Db,
@@ -85,7 +78,6 @@ export class Lane {
     const o = this.options;
     const minClaim = Math.max(1, Math.min(16, Math.ceil(o.concurrency / 8)));
     let failures = 0;
-    let lingered = false;
     while (!this.#stopped) {
       const free = o.concurrency - this.#total;
       if (free <= 0 || (this.#total > 0 && free < minClaim)) {
@@ -94,28 +86,6 @@ export class Lane {
       }
       const room = new Map<string, number>();
       for (const [url, n] of this.#inFlight) room.set(url, Math.max(0, o.perUrl - n));
-      if (this.#backlog.size > 0) {
-        const roomOf = (url: string) => room.get(url) ?? o.perUrl;
-        const n = this.#backlog.available(free, roomOf);
-        if (n > 0 && n < minClaim && this.#total > 0 && !lingered) {
-          lingered = true;
-          await sleep(LINGER_MS);
-          continue;
-        }
-        lingered = false;
-        if (n > 0) {
-          const picked = this.#backlog.take(free, roomOf);
-          try {
-            const rows = await claimByIds(this.db.kysely, picked, { leaseMs: o.leaseMs, claim: randomUUID() });
-            for (const row of rows) this.#start(row);
-          } catch (err) {
-            // The rows stay unclaimed in the outbox: the claim query below finds them.
-            this.log.warn({ err: describeError(err), rows: picked.length }, 'cannot claim remembered webhook deliveries; searching the outbox instead');
-            await sleep(100);
-          }
-          continue;
-        }
-      }
       const after = this.#cursor;
       const marks = new Map(this.#behind);
       let rows: ClaimedDelivery[];
@@ -186,13 +156,6 @@ export class Lane {
     this.#release(String(urlId));
   }
 
-  /** Remembers first attempts enqueued unclaimed here, to claim by id as slots free up. */
-  remember(rows: readonly ClaimedDelivery[]): void {
-    // They wait for a slot of their URL (its next finished request signals); rows past the
-    // backlog's cap are left to the claim query.
-    if (this.#backlog.add(rows) > 0) this.#wakeup.signal();
-  }
-
   /** Starts a row claimed on a slot `reserve` gave. */
   startReserved(row: ClaimedDelivery): void {
     this.#launch(row);
@@ -224,6 +187,6 @@ export class Lane {
     this.#total -= 1;
     // Claim again only if a cap was what held rows back (this URL's, or the lane's);
     // otherwise new work comes with its own signal.
-    if (before >= this.options.perUrl || this.#full || this.#behind.has(url) || this.#backlog.has(url)) this.#wakeup.signal();
+    if (before >= this.options.perUrl || this.#full || this.#behind.has(url)) this.#wakeup.signal();
   }
 }

@@ -184,55 +184,6 @@ export async function claimDue(db: Kysely<Database>, o: ClaimOptions): Promise<C
     .sort((a, b) => (a.urlId === b.urlId ? 0 : a.urlId < b.urlId ? -1 : 1));
 }
 
-/**
- * Claims first attempts this process enqueued and remembers (`rows`, unclaimed then), by id: a
- * primary-key lookup and one HOT update per row, no search. Rows claimed meanwhile by another
- * worker, moved to the retry lane or deleted are not returned. Each returned row carries its
- * URL's current settings (it may have been rerouted); its body is read back only if it no
- * longer holds exactly the one event remembered.
- */
-export async function claimByIds(db: Kysely<Database>, rows: readonly ClaimedDelivery[], o: { leaseMs: number; claim: string }): Promise<ClaimedDelivery[]> {
-  if (rows.length === 0) return [];
-  const result = await sql<{
-    id: string;
-    url_id: bigint;
-    event_count: number;
-    body: string | null;
-    attempts: number;
-    first_failed_at: Date | null;
-    url: string;
-    secret: string;
-    version: number;
-    status: CallbackUrlStatus;
-    is_backup: boolean;
-    event_type: string;
-  }>`
-    UPDATE webhook_deliveries AS w
-    SET claimed_until = now() + make_interval(secs => ${o.leaseMs} / 1000.0), claim = ${o.claim}
-    FROM callback_urls AS u
-    WHERE w.id = ANY(string_to_array(${rows.map((r) => String(r.id)).join(',')}::text, ',')::bigint[]) AND u.id = w.url_id
-      AND w.retry = false AND w.due_at <= now() AND (w.claimed_until IS NULL OR w.claimed_until < now())
-    RETURNING w.id::text AS id, w.url_id, cardinality(w.events) AS event_count, CASE WHEN cardinality(w.events) <> 1 THEN array_to_string(w.events, ',') END AS body,
-      w.attempts, w.first_failed_at, u.url, u.secret, u.version, u.status, u.is_backup, u.event_type`.execute(db);
-  const byId = new Map(rows.map((r) => [String(r.id), r]));
-  const claimed: ClaimedDelivery[] = [];
-  for (const r of result.rows) {
-    const row = byId.get(r.id);
-    if (row === undefined) continue;
-    claimed.push({
-      ...row,
-      urlId: BigInt(r.url_id),
-      body: r.body ?? row.body,
-      eventCount: r.event_count,
-      attempts: r.attempts,
-      firstFailedAt: r.first_failed_at,
-      claim: o.claim,
-      target: { url: r.url, secret: r.secret, version: r.version === 2 ? 2 : 1, status: r.status, isBackup: r.is_backup, eventType: r.event_type },
-    });
-  }
-  return claimed;
-}
-
 /** Gives claimed rows back (unclaimed, still due), e.g. for a URL found dead at claim time. */
 export async function releaseClaims(db: Kysely<Database>, rows: readonly { id: bigint; claim: string }[]): Promise<void> {
   if (rows.length === 0) return;
