@@ -76,7 +76,7 @@ const envSchema = z.object({
   INGEST_BATCH_WAIT_MS: int(0, 10_000).default(5),
   INGEST_ACK_WAIT_MS: int(1000, 3_600_000).default(30_000),
   INGEST_WORKERS: int(1, 64).default(1),
-  PROJECTOR_BATCH_SIZE: int(1, 100_000).default(2000),
+  PROJECTOR_BATCH_SIZE: int(1, 100_000).default(5000),
   PROJECTOR_POLL_MS: int(10, 60_000).default(1000),
   PROJECTOR_LEASE_MS: int(500, 600_000).default(15_000),
   PROJECTOR_CACHE_GROUPS: int(0, 10_000_000).default(50_000),
