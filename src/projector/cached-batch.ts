@@ -4,7 +4,7 @@ import { type Batch, type Cursor, groupOf } from './batch.js';
 import { Delta } from './contribution.js';
 import type { CachedGroup, GroupCache } from './group-cache.js';
 import { GroupDiff } from './group-diff.js';
-import { readEventsAfter, readGroupHistory } from './read-batch.js';
+import { collect, readEventsAfter, readGroupHistory } from './read-batch.js';
 import { byTimeThenId, type GroupKey, groupKeyOf, groupKeyString } from './read-groups.js';
 
 /** A batch computed with the group cache, and the cache entries to put in once it is committed. */
@@ -27,21 +27,18 @@ export async function computeCachedBatch(db: Db, cursors: readonly Cursor[], lim
   const last = fresh.at(-1);
   if (last === undefined) return null;
 
-  const added = new Map<string, { key: GroupKey; events: LogEvent[] }>();
-  for (const e of fresh) {
-    const key = groupKeyOf(e);
-    const id = groupKeyString(key);
-    const g = added.get(id);
-    if (g === undefined) added.set(id, { key, events: [e] });
-    else g.events.push(e);
-  }
-  const misses: GroupKey[] = [];
-  for (const [id, { key }] of added) if (!cache.has(id)) misses.push(key);
+  // The batch's events by group, and each group's key in order of first appearance.
+  const added = new Map<string, LogEvent[]>();
+  const keys: GroupKey[] = [];
+  for (const e of fresh) if (collect(added, e)) keys.push(groupKeyOf(e));
+  const misses = keys.filter((k) => !cache.has(groupKeyString(k)));
   const history = misses.length > 0 ? await readGroupHistory(db, misses, position) : new Map<string, LogEvent[]>();
 
   const active = cursors.map((c) => ({ projection: c.projection, delta: new Delta(c.projection), diff: new GroupDiff(c.projection) }));
   const entries = new Map<string, CachedGroup>();
-  for (const [id, { key, events }] of added) {
+  for (const key of keys) {
+    const id = groupKeyString(key);
+    const events = added.get(id) ?? [];
     const cached = cache.get(id);
     const earlier = cached?.events ?? history.get(id) ?? [];
     const all = [...earlier, ...events].sort(byTimeThenId);

@@ -41,7 +41,7 @@ export async function readBatch(db: Db, after: bigint, limit: number): Promise<B
 }
 
 /** Adds an event to its group's list; true when the list is new. */
-function collect(groups: Map<string, LogEvent[]>, e: LogEvent): boolean {
+export function collect(groups: Map<string, LogEvent[]>, e: LogEvent): boolean {
   const id = groupKeyString(groupKeyOf(e));
   const list = groups.get(id);
   if (list !== undefined) {
@@ -80,7 +80,6 @@ function batchStatement(limit: number): Statement {
   }
   return s;
 }
-
 
 /** The next `limit` events after `after`, in position order (the live projector's cached path). */
 export async function readEventsAfter(db: Db, after: bigint, limit: number): Promise<LogEvent[]> {
