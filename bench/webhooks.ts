@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectDb, type Db } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
@@ -7,7 +7,8 @@ import { appendEvents } from '../src/log/append.js';
 import { median, RESULTS_DIR, sourceVersion } from './ingest/report.js';
 import { Cleanup } from './support/cleanup.js';
 import type { BenchOptions } from './support/options.js';
-import { cpuMs, type MachineLoad, machineLoad, sampleMachine } from './support/proc.js';
+import { type ProfileSummary, formatProfileSummary, summarizeCpuProfile } from './support/cpu-profile.js';
+import { cpuMs, type MachineLoad, machineLoad, pidsNamed, sampleMachine } from './support/proc.js';
 import { startResult } from './support/result.js';
 import { createScratchDatabase, serverFacts } from './support/scratch.js';
 import { createUrls, loadEvents, rawEvent, rows, TYPES } from './webhooks/load.js';
@@ -36,6 +37,7 @@ const LATENCY_SECONDS = 8;
 export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
   const count = opts.events ?? 20_000;
   const result = startResult('webhooks');
+  const profileDir = opts.profile ? `${RESULTS_DIR}profiles/webhooks-${new Date().toISOString().replace(/[:.]/g, '-')}` : null;
   const cleanup = new Cleanup();
   const offSignals = cleanup.onSignals();
   try {
@@ -47,8 +49,9 @@ export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
       const raw = await rawPostLoop(receiver.url('/raw'), body, count, 64);
       const rawRate = (raw.ok * 1000) / raw.ms;
       progress(`run ${run}: raw loop ${Math.round(rawRate)}/s`);
-      const v1 = await throughput(cleanup, receiver, 1, count);
-      progress(`run ${run}: Version 1 ${Math.round(v1.perSec)} deliveries/s (dispatcher ${v1.dispatcherCpuUsPerEvent} µs CPU each; machine busy ${pct(v1.machine.busy)}, CPU pressure ${pct(v1.machine.cpuPressure)})`);
+      const v1 = await throughput(cleanup, receiver, 1, count, profileDir !== null ? `${profileDir}/v1-run-${run}` : null);
+      if (v1.profile !== null) progress(formatProfileSummary(v1.profile));
+      progress(`run ${run}: Version 1 ${Math.round(v1.perSec)} deliveries/s (dispatcher ${v1.dispatcherCpuUsPerEvent} µs CPU each, Postgres ${v1.postgresCpuUsPerEvent} µs; machine busy ${pct(v1.machine.busy)}, CPU pressure ${pct(v1.machine.cpuPressure)})`);
       const v2 = await throughput(cleanup, receiver, 2, count * 3);
       progress(`run ${run}: Version 2 ${Math.round(v2.perSec)} events/s in ${v2.requests} requests (dispatcher ${v2.dispatcherCpuUsPerEvent} µs CPU per event)`);
       const rate = Math.max(100, Math.round(v1.perSec / 2));
@@ -69,6 +72,7 @@ export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
       v1DeliveriesPerSec: Math.round(median(runs.map((r) => r.v1.perSec))),
       v1VsRaw: Number(median(runs.map((r) => r.v1.perSec / r.rawRate)).toFixed(2)),
       v1DispatcherCpuUsPerDelivery: Math.round(median(runs.map((r) => r.v1.dispatcherCpuUsPerEvent))),
+      v1PostgresCpuUsPerDelivery: Math.round(median(runs.map((r) => r.v1.postgresCpuUsPerEvent))),
       v2EventsPerSec: Math.round(median(runs.map((r) => r.v2.perSec))),
       v2DispatcherCpuUsPerEvent: Math.round(median(runs.map((r) => r.v2.dispatcherCpuUsPerEvent))),
       v2Requests: Math.round(median(runs.map((r) => r.v2.requests))),
@@ -112,7 +116,11 @@ interface Throughput {
   ms: number;
   /** The dispatcher process's CPU time per event (µs): its cost, whatever else the machine does. */
   dispatcherCpuUsPerEvent: number;
+  /** Postgres's CPU time (all its processes) per event (µs) over the same span. */
+  postgresCpuUsPerEvent: number;
   machine: MachineLoad;
+  /** The dispatcher's CPU profile from its first delivery to its last (with --profile). */
+  profile: ProfileSummary | null;
 }
 interface Latency {
   events: number;
@@ -148,45 +156,64 @@ async function scratchDb(cleanup: Cleanup): Promise<{ db: Db; url: string; drop:
   };
 }
 
-async function throughput(cleanup: Cleanup, receiver: Receiver, version: 1 | 2, count: number): Promise<Throughput> {
+export async function throughput(cleanup: Cleanup, receiver: Receiver, version: 1 | 2, count: number, profileDir: string | null = null): Promise<Throughput> {
   const s = await scratchDb(cleanup);
   try {
     await createUrls(s.db, TENANTS, version, (t, type) => receiver.url(`/t${t}/${type}`));
     await loadEvents(s.db, TENANTS, count, `v${version}`);
     await receiver.reset();
     const from = sampleMachine();
-    const child = startDispatcher(s.url);
+    const child = startDispatcher(s.url, {}, profileDir);
     const stop = cleanup.add('dispatcher', () => stopProcess(child));
+    let result: Omit<Throughput, 'profile'>;
+    let times: { firstAt: number; doneAt: number };
     try {
       // The dispatcher's CPU from its first delivery on (startup, module loading, left out).
-      let first: { cpu: number; events: number } | null = null;
+      let first: { cpu: number; postgresCpu: Map<number, number>; events: number; at: number } | null = null;
       const report = await until(
         receiver,
         (r) => {
-          if (first === null && r.events > 0) first = { cpu: cpuMs(child.pid ?? 0), events: r.events };
+          if (first === null && r.events > 0) first = { cpu: cpuMs(child.pid ?? 0), postgresCpu: postgresCpuByPid(), events: r.events, at: Date.now() };
           return r.events >= count;
         },
         120_000,
       );
-      const start = first ?? { cpu: 0, events: 0 };
+      const start = first ?? { cpu: 0, postgresCpu: new Map<number, number>(), events: 0, at: Date.now() };
       const cpu = cpuMs(child.pid ?? 0) - start.cpu;
+      // Backends started since (the dispatcher's pool growing) count in full.
+      const postgresCpu = [...postgresCpuByPid()].reduce((sum, [pid, ms]) => sum + ms - (start.postgresCpu.get(pid) ?? 0), 0);
+      times = { firstAt: start.at, doneAt: Date.now() };
       const machine = machineLoad(from, sampleMachine());
       if (report.events !== count || report.duplicates !== 0) throw new Error(`void run: ${count} published, ${report.events} events arrived, ${report.duplicates} duplicates`);
       const ms = report.lastAt - report.firstAt;
-      return {
+      result = {
         perSec: ((version === 1 ? report.requests : report.events) * 1000) / ms,
         events: report.events,
         requests: report.requests,
         ms: Math.round(ms),
         dispatcherCpuUsPerEvent: Math.round((cpu * 1000) / Math.max(1, count - start.events)),
+        postgresCpuUsPerEvent: Math.round((postgresCpu * 1000) / Math.max(1, count - start.events)),
         machine,
       };
     } finally {
       await stop();
     }
+    return { ...result, profile: profileDir !== null ? dispatcherProfile(profileDir, times) : null };
   } finally {
     await s.drop();
   }
+}
+
+const postgresCpuByPid = () => new Map(pidsNamed('postgres').map((pid) => [pid, cpuMs(pid)]));
+
+/** The dispatcher's profile (written as it exits), cut to its deliveries. */
+function dispatcherProfile(dir: string, t: { firstAt: number; doneAt: number }): ProfileSummary | null {
+  const exitAt = Date.now();
+  const file = readdirSync(dir)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .map((f) => `${dir}/${f}`)
+    .sort((a, b) => statSync(b).size - statSync(a).size)[0];
+  return file !== undefined ? summarizeCpuProfile(file, { fromMsBeforeEnd: exitAt - t.firstAt, toMsBeforeEnd: exitAt - t.doneAt }, 40) : null;
 }
 
 async function latency(cleanup: Cleanup, receiver: Receiver, rate: number, withSlow: boolean): Promise<Latency> {

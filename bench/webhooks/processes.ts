@@ -53,9 +53,15 @@ export class Receiver {
   }
 }
 
-/** `mailtally serve --roles dispatcher` against `databaseUrl`, with the receiver allowed. */
-export function startDispatcher(databaseUrl: string, env: Record<string, string> = {}): ChildProcess {
-  return spawn(process.execPath, ['bin/mailtally.js', 'serve', '--roles', 'dispatcher'], {
+/**
+ * `mailtally serve --roles dispatcher` against `databaseUrl`, with the receiver allowed;
+ * `profileDir`: under --cpu-prof, its profile written there as it exits. Node options for it
+ * (e.g. to try V8 flags) can be given in BENCH_DISPATCHER_NODE_ARGS.
+ */
+export function startDispatcher(databaseUrl: string, env: Record<string, string> = {}, profileDir: string | null = null): ChildProcess {
+  const node = (process.env['BENCH_DISPATCHER_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
+  if (profileDir !== null) node.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`);
+  return spawn(process.execPath, [...node, 'bin/mailtally.js', 'serve', '--roles', 'dispatcher'], {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', WEBHOOK_ALLOWLIST: '127.0.0.1/32', NODE_OPTIONS: '', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
