@@ -19,8 +19,9 @@ import { parseAllowList } from './ssrf-guard.js';
  * and two delivery lanes (first attempts, retries) claiming from the outbox in every process.
  * A claim is committed before its HTTP call and the outcome is written after it in a new short
  * transaction, so a crash loses nothing and repeats at most what was in flight. Version 1 first
- * attempts that fit the first lane's free slots are inserted already claimed by the fan-out and
- * handed to the lane after its commit (fan-out.ts), the rest are claimed from the outbox.
+ * attempts that fit the first lane's free slots or its queues are inserted already claimed by
+ * the fan-out and handed to the lane after its commit (fan-out.ts), the rest are claimed from
+ * the outbox.
  */
 
 export interface DispatcherOptions {
@@ -64,10 +65,14 @@ export class Dispatcher {
     private readonly options: DispatcherOptions,
     private readonly log: Logger,
   ) {
-    this.#http = new HttpDelivery({ allowList: parseAllowList(options.allowList), deadlineMs: options.timeoutMs });
+    const retryPerUrl = Math.max(1, Math.ceil(options.urlConcurrency / 4));
+    // As many connections as a URL may have requests in flight (a pool left unbounded opens
+    // more, for requests that come while a finished one's socket is still being checked).
+    this.#http = new HttpDelivery({ allowList: parseAllowList(options.allowList), deadlineMs: options.timeoutMs, connectionsPerUrl: options.urlConcurrency + retryPerUrl });
     // A claim outlives its request (bounded by the deadline) and the write of its outcome.
     const leaseMs = 2 * options.timeoutMs + 1000;
-    this.#first = new Lane(db, { retry: false, concurrency: options.concurrency, perUrl: options.urlConcurrency, pollMs: options.pollMs, leaseMs }, (r) => this.#deliver(r), log);
+    const laneOptions = { pollMs: options.pollMs, leaseMs, queueMs: options.timeoutMs };
+    this.#first = new Lane(db, { ...laneOptions, retry: false, concurrency: options.concurrency, perUrl: options.urlConcurrency }, (r) => this.#deliver(r), log);
     this.#fanOut = new FanOut(
       db,
       {
@@ -83,7 +88,7 @@ export class Dispatcher {
     this.#stats = emptyStats(this.#fanOut.stats);
     this.#retry = new Lane(
       db,
-      { retry: true, concurrency: options.retryConcurrency, perUrl: Math.max(1, Math.ceil(options.urlConcurrency / 4)), pollMs: options.pollMs, leaseMs },
+      { ...laneOptions, retry: true, concurrency: options.retryConcurrency, perUrl: retryPerUrl },
       (r) => this.#deliver(r),
       log,
     );
@@ -117,7 +122,7 @@ export class Dispatcher {
     await this.#fanOut.stop();
     await Promise.all([this.#first.stop(), this.#retry.stop()]);
     // Outcomes not written by then are repeated after their claims expire (at-least-once).
-    await Promise.race([this.#writer.drain(), sleep(DRAIN_MS)]);
+    await Promise.race([this.#writer.drain(), sleep(DRAIN_MS, undefined, { ref: false })]);
     await Promise.all([...this.#reroutes.values()]);
     await this.#outbox.stop();
     await this.#http.close();

@@ -27,24 +27,29 @@ export interface FanOutOptions {
 }
 
 /**
- * Where Version 1 first attempts go when this process has free delivery slots (the first lane):
- * they are inserted already claimed (for `leaseMs`) and started right after the commit, instead
- * of waiting for a claim query to find them. Rows beyond the free slots are claimed as usual.
+ * Where Version 1 first attempts go when this process has room for them (the first lane):
+ * they are inserted already claimed (for `aheadLeaseMs`) and, after the commit, started at once
+ * where a slot is free or queued for one, instead of waiting for a claim query to find them.
+ * Rows beyond that room are claimed as usual.
  */
 export interface FirstAttempts {
-  readonly leaseMs: number;
-  /** 'url full': the URL has no free slot here; its next finished request in this process claims again. */
-  reserve(urlId: bigint): 'reserved' | 'url full' | 'lane full';
-  unreserve(urlId: bigint): void;
+  readonly aheadLeaseMs: number;
+  /** 'url full': the URL has no room here; its next finished request in this process claims again. */
+  reserve(urlId: bigint): 'reserved' | 'queued' | 'url full' | 'lane full';
+  unreserve(urlId: bigint, kind: 'reserved' | 'queued'): void;
   /** Rows of this URL were committed unclaimed because it was full. */
   markBehind(urlId: bigint): void;
   startReserved(row: ClaimedDelivery): void;
+  /** `claimedAt`: the local clock before the claim was taken. */
+  enqueue(row: ClaimedDelivery, claimedAt: number): void;
 }
 
-/** One step's reservations: what to start after the commit, give back after a failure, or leave waiting. */
+/** One step's reservations: what to start or queue after the commit, give back after a failure, or leave waiting. */
 class Reservations implements FirstAttemptClaimer {
   readonly claim = randomUUID();
-  readonly reserved: bigint[] = [];
+  readonly at = Date.now();
+  /** What `reserve` gave, in the order of the rows claimed. */
+  readonly reserved: { urlId: bigint; kind: 'reserved' | 'queued' }[] = [];
   /** Rows left unclaimed because their URL is at its cap here, and those URLs. */
   waiting = 0;
   readonly waitingUrls = new Set<bigint>();
@@ -52,7 +57,7 @@ class Reservations implements FirstAttemptClaimer {
   constructor(private readonly first: FirstAttempts) {}
 
   get leaseMs(): number {
-    return this.first.leaseMs;
+    return this.first.aheadLeaseMs;
   }
 
   reserve(urlId: bigint): boolean {
@@ -61,19 +66,22 @@ class Reservations implements FirstAttemptClaimer {
       this.waiting += 1;
       this.waitingUrls.add(urlId);
     }
-    if (outcome !== 'reserved') return false;
-    this.reserved.push(urlId);
+    if (outcome !== 'reserved' && outcome !== 'queued') return false;
+    this.reserved.push({ urlId, kind: outcome });
     return true;
   }
 
-  /** After the commit: the claimed rows start, and the URLs left waiting claim again when a slot frees. */
+  /** After the commit: the claimed rows start or queue, and the URLs left waiting claim again when a slot frees. */
   committed(claimed: readonly ClaimedDelivery[]): void {
     for (const urlId of this.waitingUrls) this.first.markBehind(urlId);
-    for (const row of claimed) this.first.startReserved(row);
+    claimed.forEach((row, i) => {
+      if (this.reserved[i]?.kind === 'queued') this.first.enqueue(row, this.at);
+      else this.first.startReserved(row);
+    });
   }
 
   failed(): void {
-    for (const urlId of this.reserved) this.first.unreserve(urlId);
+    for (const r of this.reserved) this.first.unreserve(r.urlId, r.kind);
   }
 }
 

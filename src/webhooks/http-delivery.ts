@@ -1,5 +1,5 @@
 import type dns from 'node:dns';
-import { Agent, type Dispatcher } from 'undici';
+import { type Dispatcher, Pool, buildConnector } from 'undici';
 import { parseRetryAfter } from './retry-policy.js';
 import { type AllowList, SsrfError, guardedLookup, vetLiteralHost } from './ssrf-guard.js';
 
@@ -7,19 +7,17 @@ import { type AllowList, SsrfError, guardedLookup, vetLiteralHost } from './ssrf
  * One POST to a callback URL, bounded in every direction: a single deadline covers connect,
  * TLS, headers and body; at most SNIPPET_BYTES of the answer are kept and at most DRAIN_BYTES
  * read (then the connection is dropped); redirects are answers, never followed; connections
- * are pooled and kept alive per origin, and open only to addresses the SSRF guard vetted.
+ * are kept alive in a pool per callback URL (URLs sharing an origin never queue behind each
+ * other, and a request picks its connection among its URL's few), and open only to addresses
+ * the SSRF guard vetted.
  */
 
 export interface HttpDeliveryOptions {
   readonly allowList: AllowList;
   /** Connect + TLS + headers + body. */
   readonly deadlineMs: number;
-  /**
-   * Connections per origin at most; unlimited by default, because several URLs (tenants) may
-   * share an origin and a pool they share would queue a healthy URL's requests behind a slow
-   * one's. The dispatcher's per-URL and per-lane caps bound the requests in flight.
-   */
-  readonly connectionsPerOrigin?: number;
+  /** Connections per URL at most; unlimited by default (the dispatcher's per-URL caps bound the requests in flight). */
+  readonly connectionsPerUrl?: number;
   /** Name resolution (tests swap it to simulate DNS answers). */
   readonly resolve?: typeof dns.lookup;
 }
@@ -47,37 +45,35 @@ interface Target {
   auth: Record<string, string>;
 }
 
-/** Parsed URLs, by their text (a URL is parsed once, not per request). */
-const MAX_CACHED_TARGETS = 10_000;
+/** A URL as requests use it: parsed, with the SSRF guard's verdict on a literal address host, and its pool. */
+interface Endpoint extends Target {
+  refusal: string | null;
+  pool: Pool | null;
+}
+
+/** URLs kept parsed and pooled, by their text; past this many, all are let go (pools closed as their requests end). */
+const MAX_ENDPOINTS = 10_000;
 
 export class HttpDelivery {
-  readonly #agent: Agent;
-  /** With the SSRF guard's verdict on a literal address host (the allow list never changes). */
-  readonly #targets = new Map<string, (Target & { refusal: string | null }) | null>();
+  readonly #connect: buildConnector.connector;
+  readonly #endpoints = new Map<string, Endpoint | null>();
 
   constructor(private readonly options: HttpDeliveryOptions) {
-    this.#agent = new Agent({
-      connections: options.connectionsPerOrigin ?? null,
-      pipelining: 1,
-      keepAliveTimeout: 10_000,
-      keepAliveMaxTimeout: 60_000,
-      headersTimeout: options.deadlineMs,
-      bodyTimeout: options.deadlineMs,
-      connect: { timeout: Math.min(options.deadlineMs, 10_000), lookup: guardedLookup(options.allowList, options.resolve) },
-    });
+    this.#connect = buildConnector({ timeout: Math.min(options.deadlineMs, 10_000), lookup: guardedLookup(options.allowList, options.resolve) });
   }
 
   post(url: string, headers: Readonly<Record<string, string>>, body: string): Promise<HttpOutcome> {
-    const target = this.#target(url);
-    if (target === null) return Promise.resolve(failure('invalid_url', 0, 'not an http(s) URL'));
-    if (target.refusal !== null) return Promise.resolve(failure('ssrf_blocked', 0, target.refusal));
+    const endpoint = this.#endpoint(url);
+    if (endpoint === null) return Promise.resolve(failure('invalid_url', 0, 'not an http(s) URL'));
+    if (endpoint.pool === null) return Promise.resolve(failure('ssrf_blocked', 0, endpoint.refusal ?? 'refused'));
     const flat = ['content-type', 'application/json', 'user-agent', USER_AGENT];
-    for (const [k, v] of Object.entries(target.auth)) flat.push(k, v);
+    for (const [k, v] of Object.entries(endpoint.auth)) flat.push(k, v);
     for (const [k, v] of Object.entries(headers)) flat.push(k, v);
+    const pool = endpoint.pool;
     return new Promise((resolve) => {
       const exchange = new Exchange(resolve, this.options.deadlineMs);
       try {
-        this.#agent.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers: flat, body }, exchange);
+        pool.dispatch({ origin: endpoint.origin, path: endpoint.path, method: 'POST', headers: flat, body }, exchange);
       } catch (err) {
         exchange.onResponseError(null, err as Error);
       }
@@ -85,18 +81,37 @@ export class HttpDelivery {
   }
 
   async close(): Promise<void> {
-    await this.#agent.destroy();
+    const pools = [...this.#endpoints.values()].flatMap((e) => (e?.pool != null ? [e.pool] : []));
+    this.#endpoints.clear();
+    await Promise.all(pools.map((p) => p.destroy()));
   }
 
-  #target(url: string): (Target & { refusal: string | null }) | null {
-    let target = this.#targets.get(url);
-    if (target === undefined) {
-      if (this.#targets.size >= MAX_CACHED_TARGETS) this.#targets.clear();
+  #endpoint(url: string): Endpoint | null {
+    let endpoint = this.#endpoints.get(url);
+    if (endpoint === undefined) {
+      if (this.#endpoints.size >= MAX_ENDPOINTS) {
+        for (const e of this.#endpoints.values()) void e?.pool?.close().catch(() => {});
+        this.#endpoints.clear();
+      }
       const split = splitUrl(url);
-      target = split === null ? null : { ...split, refusal: literalHostRefusal(split.hostname, this.options.allowList) };
-      this.#targets.set(url, target);
+      const refusal = split === null ? null : literalHostRefusal(split.hostname, this.options.allowList);
+      endpoint = split === null ? null : { ...split, refusal, pool: refusal === null ? this.#pool(split.origin) : null };
+      this.#endpoints.set(url, endpoint);
     }
-    return target;
+    return endpoint;
+  }
+
+  #pool(origin: string): Pool {
+    const o = this.options;
+    return new Pool(origin, {
+      connections: o.connectionsPerUrl ?? null,
+      pipelining: 1,
+      keepAliveTimeout: 10_000,
+      keepAliveMaxTimeout: 60_000,
+      headersTimeout: o.deadlineMs,
+      bodyTimeout: o.deadlineMs,
+      connect: this.#connect,
+    });
   }
 }
 

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../db/connect.js';
 import { describeError } from '../db/errors.js';
 import type { Logger } from '../logger.js';
-import { type ClaimedDelivery, claimDue } from './outbox.js';
+import { type ClaimedDelivery, claimDue, releaseClaims } from './outbox.js';
 import { Wakeup } from '../log/wakeup.js';
 
 /**
@@ -11,6 +11,11 @@ import { Wakeup } from '../log/wakeup.js';
  * `concurrency` requests in flight and at most `perUrl` for any one URL. A lane claims only
  * what it can start at once (each URL's free slots), URL by URL in round-robin order, so a URL
  * that hangs holds its own few slots and nothing else: other URLs keep their pace.
+ *
+ * Rows the fan-out of this process claims as it enqueues them (first attempts) start at once if
+ * their URL has a free slot, or wait in the URL's queue here for one (up to QUEUE_PER_SLOT rows
+ * per slot, `queueMs` each): no claim query, no body read back. A queued row whose time is up is
+ * left to its lease, which covers that wait (`queueMs`) besides the request's own `leaseMs`.
  */
 
 export interface LaneOptions {
@@ -20,6 +25,17 @@ export interface LaneOptions {
   readonly pollMs: number;
   /** How long a claim holds a row (the HTTP deadline plus margin). */
   readonly leaseMs: number;
+  /** How long a row claimed ahead may wait for a slot here. */
+  readonly queueMs: number;
+}
+
+/** Rows claimed ahead a URL (or the lane) may hold per slot of its own. */
+const QUEUE_PER_SLOT = 16;
+
+interface Queued {
+  row: ClaimedDelivery;
+  /** Local clock (ms) after which it is left to its lease. */
+  startBy: number;
 }
 
 export class Lane {
@@ -38,6 +54,10 @@ export class Lane {
    */
   readonly #behind = new Map<string, number>();
   #mark = 0;
+  /** Rows claimed ahead, per URL, oldest first; and how many are queued or promised over all URLs and per URL. */
+  readonly #queues = new Map<string, Queued[]>();
+  readonly #promised = new Map<string, number>();
+  #queuedTotal = 0;
 
   constructor(
     private readonly db: Db,
@@ -57,6 +77,11 @@ export class Lane {
     return this.options.leaseMs;
   }
 
+  /** How long the claim of a row claimed ahead (started at once or queued) must hold it. */
+  get aheadLeaseMs(): number {
+    return this.options.leaseMs + this.options.queueMs;
+  }
+
   start(): void {
     this.#loop = this.#run();
   }
@@ -66,11 +91,18 @@ export class Lane {
     this.#wakeup.signal();
   }
 
-  /** Stops claiming and waits for the requests in flight to finish. */
+  /** Stops claiming, gives back the queued rows' claims and waits for the requests in flight to finish. */
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#wakeup.signal();
     await this.#loop;
+    const queued = [...this.#queues.values()].flatMap((q) => q.map((e) => e.row));
+    this.#queues.clear();
+    this.#queuedTotal = 0;
+    // If this fails, the rows are claimable again when their leases end.
+    await releaseClaims(this.db.kysely, queued).catch((err: unknown) =>
+      this.log.warn({ err: describeError(err), rows: queued.length }, 'cannot give back queued webhook deliveries; they are delivered when their claims expire'),
+    );
     await Promise.all([...this.#running]);
   }
 
@@ -86,6 +118,8 @@ export class Lane {
       }
       const room = new Map<string, number>();
       for (const [url, n] of this.#inFlight) room.set(url, Math.max(0, o.perUrl - n));
+      // A URL with rows queued here fills its free slots from its queue.
+      for (const url of this.#queues.keys()) room.set(url, 0);
       const after = this.#cursor;
       const marks = new Map(this.#behind);
       let rows: ClaimedDelivery[];
@@ -133,32 +167,77 @@ export class Lane {
   }
 
   /**
-   * Takes a slot for a row this process claims as it enqueues it (a first attempt the fan-out
-   * hands over after its commit), or says which cap has no slot free.
+   * For a row this process claims as it enqueues it (a first attempt the fan-out hands over
+   * after its commit): takes a slot ('reserved'), or a place in the URL's queue ('queued'), or
+   * says which cap has no room.
    */
-  reserve(urlId: bigint): 'reserved' | 'url full' | 'lane full' {
+  reserve(urlId: bigint): 'reserved' | 'queued' | 'url full' | 'lane full' {
     const url = String(urlId);
     const n = this.#inFlight.get(url) ?? 0;
-    if (this.#stopped || this.#total >= this.options.concurrency) {
-      // A slot freed later must look for the rows left unclaimed.
+    const o = this.options;
+    if (this.#stopped) return 'lane full';
+    if (this.#total < o.concurrency && n < o.perUrl && !this.#queues.has(url)) {
+      this.#inFlight.set(url, n + 1);
+      this.#total += 1;
+      return 'reserved';
+    }
+    const promised = this.#promised.get(url) ?? 0;
+    if (this.#queuedTotal < o.concurrency * QUEUE_PER_SLOT && promised < o.perUrl * QUEUE_PER_SLOT) {
+      this.#promised.set(url, promised + 1);
+      this.#queuedTotal += 1;
+      return 'queued';
+    }
+    // A slot freed later must look for the rows left unclaimed: the URL's next finished
+    // request claims again (see #release), or any one if the lane was full.
+    if (this.#total >= o.concurrency) {
       this.#full = true;
       return 'lane full';
     }
-    // The URL's next finished request claims again (see #release).
-    if (n >= this.options.perUrl) return 'url full';
-    this.#inFlight.set(url, n + 1);
-    this.#total += 1;
-    return 'reserved';
+    return 'url full';
   }
 
-  /** Gives back a reserved slot whose row will not come (its transaction failed). */
-  unreserve(urlId: bigint): void {
-    this.#release(String(urlId));
+  /** Gives back what `reserve` gave for a row that will not come (its transaction failed). */
+  unreserve(urlId: bigint, kind: 'reserved' | 'queued'): void {
+    if (kind === 'reserved') this.#release(String(urlId));
+    else this.#unpromise(String(urlId));
   }
 
   /** Starts a row claimed on a slot `reserve` gave. */
   startReserved(row: ClaimedDelivery): void {
     this.#launch(row);
+  }
+
+  /** Queues a row claimed on a place `reserve` gave; `claimedAt`: local clock before its claim was taken. */
+  enqueue(row: ClaimedDelivery, claimedAt: number): void {
+    const url = String(row.urlId);
+    let queue = this.#queues.get(url);
+    if (queue === undefined) this.#queues.set(url, (queue = []));
+    queue.push({ row, startBy: claimedAt + this.options.queueMs });
+    this.#startQueued(url);
+  }
+
+  #unpromise(url: string): void {
+    const promised = this.#promised.get(url) ?? 1;
+    if (promised <= 1) this.#promised.delete(url);
+    else this.#promised.set(url, promised - 1);
+    this.#queuedTotal -= 1;
+  }
+
+  /** Starts the URL's queued rows its free slots allow; drops those whose time is up. */
+  #startQueued(url: string): void {
+    const queue = this.#queues.get(url);
+    if (queue === undefined) return;
+    const o = this.options;
+    const now = Date.now();
+    while (queue.length > 0 && !this.#stopped && this.#total < o.concurrency && (this.#inFlight.get(url) ?? 0) < o.perUrl) {
+      const next = queue.shift() as Queued;
+      this.#unpromise(url);
+      if (next.startBy < now) continue;
+      this.#start(next.row);
+    }
+    if (queue.length > 0) return;
+    this.#queues.delete(url);
+    // Dropped rows wait for their leases; the claim query finds them then.
   }
 
   #start(row: ClaimedDelivery): void {
@@ -184,7 +263,14 @@ export class Lane {
     const before = this.#inFlight.get(url) ?? 1;
     if (before <= 1) this.#inFlight.delete(url);
     else this.#inFlight.set(url, before - 1);
+    const laneWasFull = this.#total >= this.options.concurrency;
     this.#total -= 1;
+    if (this.#queues.size > 0) {
+      this.#startQueued(url);
+      // A slot of the full lane goes to any URL whose queue waited for one.
+      if (laneWasFull) for (const other of this.#queues.keys()) if (other !== url && this.#total < this.options.concurrency) this.#startQueued(other);
+      if (this.#queues.has(url)) return;
+    }
     // Claim again only if a cap was what held rows back (this URL's, or the lane's);
     // otherwise new work comes with its own signal.
     if (before >= this.options.perUrl || this.#full || this.#behind.has(url)) this.#wakeup.signal();
