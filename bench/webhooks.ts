@@ -27,10 +27,10 @@ import { rawPostLoop } from './webhooks/raw-loop.js';
  *   tenant's 7 endpoints slow (answering after 5 s): the change in the others' p99.
  * A run is void unless every event arrived (the receiver's distinct ids = events published).
  * Both sides of the throughput ratio are steady states: one untimed raw loop warms the bench
- * process and the receiver before the first run (without it the baseline climbed from 21k to
- * 35k requests/s over three runs), and the Version 1 rate counts from the arrival of the tenth
- * of the deliveries (each run starts a new dispatcher process, whose code is not yet optimized
- * by the JIT); the whole window's rate is kept beside it.
+ * process and the receiver before the first run, and the Version 1 rate counts from the arrival
+ * of the tenth of the deliveries (each run starts a new dispatcher process, whose code is not yet
+ * optimized by the JIT); the whole window's rate is kept beside it. The raw loop still varies
+ * between runs on a shared machine (23.9k–31.7k requests/s in one invocation): compare medians.
  */
 
 const TENANTS = ['1', '2', '3', '4', '5', '6', '7', '8'];
