@@ -166,7 +166,7 @@ async function scratchDb(cleanup: Cleanup): Promise<{ db: Db; url: string; drop:
   };
 }
 
-export async function throughput(cleanup: Cleanup, receiver: Receiver, version: 1 | 2, count: number, profileDir: string | null = null): Promise<Throughput> {
+async function throughput(cleanup: Cleanup, receiver: Receiver, version: 1 | 2, count: number, profileDir: string | null = null): Promise<Throughput> {
   const s = await scratchDb(cleanup);
   try {
     await createUrls(s.db, TENANTS, version, (t, type) => receiver.url(`/t${t}/${type}`));
@@ -180,7 +180,7 @@ export async function throughput(cleanup: Cleanup, receiver: Receiver, version: 
     try {
       // The dispatcher's CPU from its first delivery on (startup, module loading, left out).
       let first: { cpu: number; postgresCpu: Map<number, number>; events: number; at: number } | null = null;
-      let report = await until(
+      const report = await until(
         receiver,
         (r) => {
           if (first === null && r.events > 0) first = { cpu: cpuMs(child.pid ?? 0), postgresCpu: postgresCpuByPid(), events: r.events, at: Date.now() };
@@ -197,15 +197,8 @@ export async function throughput(cleanup: Cleanup, receiver: Receiver, version: 
       if (report.events !== count || report.duplicates !== 0) throw new Error(`void run: ${count} published, ${report.events} events arrived, ${report.duplicates} duplicates`);
       const ms = report.lastAt - report.firstAt;
       const wholePerSec = ((version === 1 ? report.requests : report.events) * 1000) / ms;
-      let perSec = wholePerSec;
-      if (version === 1) {
-        report = await receiver.report(true);
-        const times = (report.arrivals ?? []).map(([, at]) => at).sort((a, b) => a - b);
-        const from = Math.floor(times.length / 10);
-        perSec = ((times.length - from) * 1000) / ((times.at(-1) ?? 0) - (times[from] ?? 0));
-      }
       result = {
-        perSec,
+        perSec: version === 1 ? rateFromTenth((await receiver.report(true)).arrivals ?? []) : wholePerSec,
         wholePerSec,
         events: report.events,
         requests: report.requests,
@@ -221,6 +214,13 @@ export async function throughput(cleanup: Cleanup, receiver: Receiver, version: 
   } finally {
     await s.drop();
   }
+}
+
+/** Arrivals per second from the tenth arrival to the last (the window a cold process's start is left out of). */
+function rateFromTenth(arrivals: readonly (readonly [string, number])[]): number {
+  const at = arrivals.map(([, t]) => t).sort((a, b) => a - b);
+  const from = Math.floor(at.length / 10);
+  return ((at.length - from) * 1000) / ((at.at(-1) ?? 0) - (at[from] ?? 0));
 }
 
 const postgresCpuByPid = () => new Map(pidsNamed('postgres').map((pid) => [pid, cpuMs(pid)]));

@@ -19,65 +19,55 @@ const CASES = [
   { name: 'lane full', concurrency: 2, urlConcurrency: 8 },
 ] as const;
 
+type DispatcherSettings = Parameters<typeof startDispatcher>[1];
+
+/** A database with one Version 1 open URL on a receiver answering 200 after `delayMs`, and a dispatcher; torn down after the block. */
+function withDispatcher(dialect: (typeof DIALECTS)[number], delayMs: number, settings: DispatcherSettings) {
+  const ctx = {} as { db: Db; receiver: WebhookReceiver; dispatcher: Dispatcher };
+  let cleanup: (() => Promise<void>) | undefined;
+  beforeAll(async () => {
+    let db: Db;
+    ({ db, cleanup } = await openMigratedDb(dialect));
+    ctx.db = db;
+    ctx.receiver = await WebhookReceiver.start(() => ({ status: 200, delayMs }));
+    await hook(db, '1', { EventType: 'open', Url: ctx.receiver.url('/v1/open') });
+    ctx.dispatcher = await startDispatcher(db, settings);
+  });
+  afterAll(async () => {
+    await ctx.dispatcher?.stop();
+    await ctx.receiver?.close();
+    await cleanup?.();
+  });
+  return ctx;
+}
+
+/** Appends `n` opens and checks each reached the receiver exactly once. */
+async function deliversEachOnce(ctx: ReturnType<typeof withDispatcher>, n: number, prefix: string, firstMessageId: number): Promise<void> {
+  const opens = Array.from({ length: n }, (_, i) => ({ event: 'open', time: 1_433_334_000 + i, MessageID: String(firstMessageId + i), email: `${prefix}${i}@example.com`, EventID: `${prefix}-${i}` }));
+  await append(ctx.db, '1', opens);
+  await ctx.receiver.waitForIds(n, '/v1/', 20_000);
+  await outboxEmpty(ctx.db, 15_000);
+  const ids = ctx.receiver.at('/v1/').map((r) => r.webhookId);
+  expect(ids).toHaveLength(n);
+  expect(new Set(ids).size).toBe(n);
+  expect(ctx.dispatcher.stats.delivered).toBe(n);
+}
+
 describe.each(DIALECTS)('first attempts beyond the free slots on %s', (dialect) => {
   describe.each(CASES)('$name', ({ concurrency, urlConcurrency }) => {
-    let db: Db;
-    let cleanup: () => Promise<void>;
-    let receiver: WebhookReceiver;
-    let dispatcher: Dispatcher;
-
-    beforeAll(async () => {
-      ({ db, cleanup } = await openMigratedDb(dialect));
-      receiver = await WebhookReceiver.start(() => ({ status: 200, delayMs: 20 }));
-      await hook(db, '1', { EventType: 'open', Url: receiver.url('/v1/open') });
-      dispatcher = await startDispatcher(db, { concurrency, urlConcurrency, pollMs: 60_000 });
-    });
-    afterAll(async () => {
-      await dispatcher?.stop();
-      await receiver?.close();
-      await cleanup?.();
-    });
+    const ctx = withDispatcher(dialect, 20, { concurrency, urlConcurrency, pollMs: 60_000 });
 
     it('delivers every event once, as slots free up', async () => {
-      const opens = Array.from({ length: 40 }, (_, i) => ({ event: 'open', time: 1_433_334_000 + i, MessageID: String(9000 + i), email: `f${i}@example.com`, EventID: `f-${i}` }));
-      await append(db, '1', opens);
-      await receiver.waitForIds(40, '/v1/', 15_000);
-      await outboxEmpty(db, 15_000);
-      const ids = receiver.at('/v1/').map((r) => r.webhookId);
-      expect(new Set(ids).size).toBe(40);
-      expect(ids).toHaveLength(40);
-      expect(dispatcher.stats.delivered).toBe(40);
+      await deliversEachOnce(ctx, 40, 'f', 9000);
     });
   });
 });
 
 describe.each(DIALECTS)('first attempts queued longer than they may wait on %s', (dialect) => {
-  let db: Db;
-  let cleanup: () => Promise<void>;
-  let receiver: WebhookReceiver;
-  let dispatcher: Dispatcher;
-
-  beforeAll(async () => {
-    ({ db, cleanup } = await openMigratedDb(dialect));
-    // One request at a time, 150 ms each: a row queued behind three others outlives its 400 ms.
-    receiver = await WebhookReceiver.start(() => ({ status: 200, delayMs: 150 }));
-    await hook(db, '1', { EventType: 'open', Url: receiver.url('/v1/open') });
-    dispatcher = await startDispatcher(db, { concurrency: 4, urlConcurrency: 1, timeoutMs: 400, pollMs: 50 });
-  });
-  afterAll(async () => {
-    await dispatcher?.stop();
-    await receiver?.close();
-    await cleanup?.();
-  });
+  // One request at a time, 150 ms each: a row queued behind three others outlives its 400 ms.
+  const ctx = withDispatcher(dialect, 150, { concurrency: 4, urlConcurrency: 1, timeoutMs: 400, pollMs: 50 });
 
   it('delivers every event once, the late ones after their claims ran out', async () => {
-    const opens = Array.from({ length: 12 }, (_, i) => ({ event: 'open', time: 1_433_334_000 + i, MessageID: String(9100 + i), email: `q${i}@example.com`, EventID: `q-${i}` }));
-    await append(db, '1', opens);
-    await receiver.waitForIds(12, '/v1/', 20_000);
-    await outboxEmpty(db, 15_000);
-    const ids = receiver.at('/v1/').map((r) => r.webhookId);
-    expect(ids).toHaveLength(12);
-    expect(new Set(ids).size).toBe(12);
-    expect(dispatcher.stats.delivered).toBe(12);
+    await deliversEachOnce(ctx, 12, 'q', 9100);
   });
 });
