@@ -20,7 +20,7 @@ const BENCHES: { name: string; title: string; defaults: string; isDefault: (p: R
   { name: 'replay', title: 'Replay: rebuild every read model', defaults: '2M events generated', isDefault: (p) => Number(p['generated']) >= 2_000_000 },
   { name: 'freshness', title: 'Freshness: publish → visible', defaults: '1k, 5k, 20k events/s, 15 s each after a 3 s warm-up', isDefault: (p) => String(p['rates']) === '1000,5000,20000' && Number(p['seconds']) >= 15 && Number(p['warmupSeconds'] ?? 0) >= 3 },
   { name: 'api', title: 'Read API', defaults: '1M events', isDefault: (p) => Number(p['events']) >= 900_000 },
-  { name: 'webhooks', title: 'Webhooks', defaults: '20k events', isDefault: (p) => Number(p['events']) >= 20_000 },
+  { name: 'webhooks', title: 'Webhooks', defaults: '100k events', isDefault: (p) => Number(p['events']) >= 100_000 },
   { name: 'peer', title: 'Peer comparison: emmett (PostgreSQL)', defaults: '50k events generated', isDefault: (p) => Number(p['generated']) >= 50_000 },
 ];
 

@@ -29,8 +29,9 @@ import { rawPostLoop } from './webhooks/raw-loop.js';
  * Both sides of the throughput ratio are steady states: one untimed raw loop warms the bench
  * process and the receiver before the first run, and the Version 1 rate counts from the arrival
  * of the tenth of the deliveries (each run starts a new dispatcher process, whose code is not yet
- * optimized by the JIT); the whole window's rate is kept beside it. The raw loop still varies
- * between runs on a shared machine (23.9k–31.7k requests/s in one invocation): compare medians.
+ * optimized by the JIT); the whole window's rate is kept beside it. The default size, 100k
+ * events, gives the raw loop a window of 1.5–3 s: with 20k it lasted well under a second and
+ * its rate swung with whatever else the machine did (24k–67k requests/s on one day).
  */
 
 const TENANTS = ['1', '2', '3', '4', '5', '6', '7', '8'];
@@ -40,7 +41,7 @@ const WARMUP_SECONDS = 3;
 const LATENCY_SECONDS = 8;
 
 export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
-  const count = opts.events ?? 20_000;
+  const count = opts.events ?? 100_000;
   const result = startResult('webhooks');
   const profileDir = opts.profile ? `${RESULTS_DIR}profiles/webhooks-${new Date().toISOString().replace(/[:.]/g, '-')}` : null;
   const cleanup = new Cleanup();
@@ -54,7 +55,7 @@ export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
     for (let run = 1; run <= opts.runs; run++) {
       const raw = await rawPostLoop(receiver.url('/raw'), body, count, 64);
       const rawRate = (raw.ok * 1000) / raw.ms;
-      progress(`run ${run}: raw loop ${Math.round(rawRate)}/s`);
+      progress(`run ${run}: raw loop ${Math.round(rawRate)}/s (${raw.cpuUsPerRequest.toFixed(1)} µs CPU per request in this process)`);
       const v1 = await throughput(cleanup, receiver, 1, count, profileDir !== null ? `${profileDir}/v1-run-${run}` : null);
       if (v1.profile !== null) progress(formatProfileSummary(v1.profile));
       progress(`run ${run}: Version 1 ${Math.round(v1.perSec)} deliveries/s (${Math.round(v1.wholePerSec)}/s over the whole window; dispatcher ${v1.dispatcherCpuUsPerEvent} µs CPU each, Postgres ${v1.postgresCpuUsPerEvent} µs; machine busy ${pct(v1.machine.busy)}, CPU pressure ${pct(v1.machine.cpuPressure)})`);
@@ -64,7 +65,7 @@ export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
       const calm = await latency(cleanup, receiver, rate, false);
       progress(`run ${run}: at ${rate}/s p50 ${calm.p50} p99 ${calm.p99} max ${calm.max} ms (CPU pressure ${pct(calm.machine.cpuPressure)})`);
       const slow = await latency(cleanup, receiver, rate, true);
-      const r: RunResult = { rawRate, v1, v2, rate, calm, slow };
+      const r: RunResult = { rawRate, rawCpuUsPerRequest: raw.cpuUsPerRequest, v1, v2, rate, calm, slow };
       runs.push(r);
       process.stderr.write(
         `run ${run}: raw ${Math.round(rawRate)}/s | v1 ${Math.round(v1.perSec)} deliveries/s | v2 ${Math.round(v2.perSec)} events/s | at ${rate}/s p50 ${calm.p50} p99 ${calm.p99} ms | with a slow endpoint p99 ${slow.p99} ms (CPU pressure ${pct(slow.machine.cpuPressure)})\n`,
@@ -78,6 +79,7 @@ export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
       v1DeliveriesPerSec: Math.round(median(runs.map((r) => r.v1.perSec))),
       v1WholeWindowPerSec: Math.round(median(runs.map((r) => r.v1.wholePerSec))),
       v1VsRaw: Number(median(runs.map((r) => r.v1.perSec / r.rawRate)).toFixed(2)),
+      rawCpuUsPerRequest: Number(median(runs.map((r) => r.rawCpuUsPerRequest)).toFixed(1)),
       v1DispatcherCpuUsPerDelivery: Math.round(median(runs.map((r) => r.v1.dispatcherCpuUsPerEvent))),
       v1PostgresCpuUsPerDelivery: Math.round(median(runs.map((r) => r.v1.postgresCpuUsPerEvent))),
       v2EventsPerSec: Math.round(median(runs.map((r) => r.v2.perSec))),
@@ -99,7 +101,7 @@ export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
     console.log(`results: ${file}`);
     const raw = { name: 'bare undici POST loop, same receiver', perRun: runs.map((r) => r.rawRate) };
     result.write({ events: count, runs: runs.length, latencyRate: summary.latencyRate }, [
-      { name: 'Version 1: deliveries/s (8 tenants × 7 URLs)', unit: 'deliveries/s', perRun: runs.map((r) => r.v1.perSec), baseline: raw, note: `from the tenth delivery on; over the whole window ${runs.map((r) => Math.round(r.v1.wholePerSec)).join(' · ')}/s` },
+      { name: 'Version 1: deliveries/s (8 tenants × 7 URLs)', unit: 'deliveries/s', perRun: runs.map((r) => r.v1.perSec), baseline: raw, note: `from the tenth delivery on; over the whole window ${runs.map((r) => Math.round(r.v1.wholePerSec)).join(' · ')}/s; CPU per delivery: dispatcher ${summary.v1DispatcherCpuUsPerDelivery} µs, Postgres ${summary.v1PostgresCpuUsPerDelivery} µs; raw loop ${summary.rawCpuUsPerRequest} µs per request` },
       { name: 'Version 2: events/s (grouped, ≤100 per request)', unit: 'events/s', perRun: runs.map((r) => r.v2.perSec), baseline: raw, note: `${summary.v2Requests} requests` },
       {
         name: `commit → arrival p99 at ${summary.latencyRate}/s, one tenant's endpoints slow`,
@@ -141,6 +143,8 @@ interface Latency {
 }
 interface RunResult {
   rawRate: number;
+  /** The raw loop's own CPU per request (µs). */
+  rawCpuUsPerRequest: number;
   v1: Throughput;
   v2: Throughput;
   rate: number;
