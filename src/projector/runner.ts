@@ -116,32 +116,66 @@ export class Projector {
     }
   }
 
-  /** Batches back to back until there is nothing left; false if there was nothing at all. */
+  /**
+   * Batches back to back until there is nothing left; false if there was nothing at all.
+   *
+   * With the group cache, batches are pipelined: while one batch's write is in Postgres, the
+   * next is read and folded here. The next batch needs only the log (committed events) and the
+   * groups' states after the batch being written, which the cache takes as soon as that batch
+   * is folded; the checkpoints here move then too. Writes stay in order, one at a time: a batch
+   * is written only after the one before it committed, and its write expects the checkpoints
+   * where that one left them. If a write fails, the batch folded meanwhile is dropped, and
+   * `#run` forgets the positions and the cache, and starts again from the database.
+   */
   async #drain(): Promise<boolean> {
     let worked = false;
-    while (!this.#stopped) {
-      const held = this.projections.filter((p) => this.#held.has(p.name));
-      if (held.length === 0) break;
-      const cursors = await this.#cursors(held);
-      const generation = this.#cache.generation;
-      // The cache holds every held projection's state at one position: usable when they all are there.
-      const cached = this.#cache.maxGroups > 0 && cursors.every((c) => c.position === cursors[0]?.position);
-      if (!cached) this.#cache.clear();
-      const batch: Batch | CachedBatch | null = cached
-        ? await computeCachedBatch(this.db, cursors, this.options.batchSize, this.#cache)
-        : await computeBatch(this.db, cursors, this.options.batchSize);
-      if (batch === null) break;
-      const moves = cursors.filter((c) => batch.deltas.has(c.projection.name)).map((c) => ({ name: c.projection.name, expected: c.position }));
-      if (!(await writeDeltas(this.db, [...batch.deltas.values()], '', { moves, to: batch.to }))) throw new CheckpointMoved(moves.map((m) => m.name).join(', '));
-      for (const m of moves) this.#positions.set(m.name, batch.to);
-      if ('entries' in batch && this.#cache.generation === generation) this.#cache.putAll((batch as CachedBatch).entries);
-      this.stats.cacheHits = this.#cache.hits;
-      this.stats.cacheMisses = this.#cache.misses;
-      this.stats.batches += 1;
-      this.stats.events += batch.events;
-      worked = true;
+    let writing: Promise<void> | null = null;
+    try {
+      while (!this.#stopped) {
+        const held = this.projections.filter((p) => this.#held.has(p.name));
+        if (held.length === 0) break;
+        const cursors = await this.#cursors(held);
+        const generation = this.#cache.generation;
+        // The cache holds every held projection's state at one position: usable when they all are there.
+        const cached = this.#cache.maxGroups > 0 && cursors.every((c) => c.position === cursors[0]?.position);
+        if (!cached) {
+          await writing;
+          writing = null;
+          this.#cache.clear();
+        }
+        const batch: Batch | CachedBatch | null = cached
+          ? await computeCachedBatch(this.db, cursors, this.options.batchSize, this.#cache)
+          : await computeBatch(this.db, cursors, this.options.batchSize);
+        // The batch before this one must have committed before this one is written (or dropped).
+        const previous = writing;
+        writing = null;
+        await previous;
+        if (batch === null) break;
+        const moves = cursors.filter((c) => batch.deltas.has(c.projection.name)).map((c) => ({ name: c.projection.name, expected: c.position }));
+        for (const m of moves) this.#positions.set(m.name, batch.to);
+        if ('entries' in batch && this.#cache.generation === generation) this.#cache.putAll((batch as CachedBatch).entries);
+        writing = this.#write(batch, moves);
+        // Caught when awaited; until then, not an unhandled rejection.
+        writing.catch(() => {});
+        if (!cached) {
+          await writing;
+          writing = null;
+        }
+        worked = true;
+      }
+    } finally {
+      // A write still in Postgres lands (or fails) before the loop stops or goes to sleep.
+      if (writing !== null) await writing;
     }
     return worked;
+  }
+
+  async #write(batch: Batch, moves: { name: string; expected: bigint }[]): Promise<void> {
+    if (!(await writeDeltas(this.db, [...batch.deltas.values()], '', { moves, to: batch.to }))) throw new CheckpointMoved(moves.map((m) => m.name).join(', '));
+    this.stats.cacheHits = this.#cache.hits;
+    this.stats.cacheMisses = this.#cache.misses;
+    this.stats.batches += 1;
+    this.stats.events += batch.events;
   }
 
   /** Each held projection and its checkpoint: from the database when one is not known here yet. */
