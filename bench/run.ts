@@ -10,6 +10,7 @@ const BENCHES: Record<string, () => Promise<Bench>> = {
   ingest: async () => (await import('./ingest.js')).runIngestBench,
   replay: async () => (await import('./replay.js')).runReplayBench,
   freshness: async () => (await import('./freshness.js')).runFreshnessBench,
+  projector: async () => (await import('./projector.js')).runProjectorBench,
   webhooks: async () => (await import('./webhooks.js')).runWebhooksBench,
   api: async () => (await import('./api.js')).runApiBench,
   peer: async () => (await import('./peer.js')).runPeerBench,

@@ -1,0 +1,145 @@
+import { sql } from 'kysely';
+import { PROJECTIONS } from '../projections/index.js';
+import { connectDb, type Db } from '../src/db/connect.js';
+import { migrateToLatest } from '../src/db/migrate.js';
+import { createLogger } from '../src/logger.js';
+import { logHead } from '../src/log/read.js';
+import { foldLog } from '../src/projector/replay.js';
+import { Projector } from '../src/projector/runner.js';
+import { ensureProjectionTables } from '../src/projector/tables.js';
+import { median } from './ingest/report.js';
+import { loadLog } from './replay/load-log.js';
+import type { BenchOptions } from './support/options.js';
+import { cpuMs, pidsNamed } from './support/proc.js';
+import { startResult } from './support/result.js';
+import { createScratchDatabase } from './support/scratch.js';
+
+/**
+ * `npm run bench -- projector`: the live projector (the `projector` role's code, in this
+ * process) draining a log of N generated events (default 100k) from position 0, in batches of
+ * 50, 200 and 1,000 events — the sizes it works in at a few thousand events a second and when
+ * it catches up. Per batch size: events/s, Node CPU and Postgres CPU per event, and the
+ * read-model rows written per event (inserted, updated or deleted, from pg_stat_user_tables).
+ * Same-run baseline: the replay's read + aggregate over the same log (every event read in order
+ * and folded in memory, nothing written), after one untimed fold. Each drain starts from empty
+ * read models and checkpoints, with a new projector on connections of its own.
+ * What the freshness benchmark's latency is made of, without NATS, ingest or a publisher.
+ */
+
+const BATCH_SIZES = [50, 200, 1000];
+
+interface Drain {
+  eventsPerSec: number;
+  nodeUsPerEvent: number;
+  postgresUsPerEvent: number;
+  rowsPerEvent: number;
+  batches: number;
+}
+
+export async function runProjectorBench(opts: BenchOptions): Promise<void> {
+  const count = opts.events ?? 100_000;
+  const result = startResult('projector');
+  const scratch = await createScratchDatabase('mt_bench_projector');
+  const db = await connectDb({ kind: 'postgres', url: scratch.url, poolSize: 4 }, { application: 'mailtally:bench' });
+  const onSignal = () => void db.close().then(() => scratch.drop()).finally(() => process.exit(130));
+  process.once('SIGINT', onSignal);
+  try {
+    await migrateToLatest(db.kysely);
+    await ensureProjectionTables(db.kysely, PROJECTIONS);
+    const stored = await loadLog(db, count, () => {});
+    await sql`VACUUM ANALYZE events`.execute(db.kysely);
+    const head = await logHead(db.kysely);
+    progress(`log: ${stored} events stored from ${count} generated`);
+
+    // One untimed fold first: the first run's baseline would otherwise run code not yet optimized by the JIT.
+    await foldLog(db, PROJECTIONS, head, { readBatch: 50_000 }, null);
+    const baseline: number[] = [];
+    const drains = new Map<number, Drain[]>(BATCH_SIZES.map((b) => [b, []]));
+    for (let run = 1; run <= opts.runs; run++) {
+      const started = performance.now();
+      await foldLog(db, PROJECTIONS, head, { readBatch: 50_000 }, null);
+      baseline.push((stored * 1000) / (performance.now() - started));
+      progress(`run ${run}: read + aggregate ${Math.round(baseline.at(-1) ?? 0)} events/s`);
+      for (const size of BATCH_SIZES) {
+        const d = await drain(db, scratch.url, size, stored);
+        drains.get(size)?.push(d);
+        progress(
+          `run ${run}: batches of ${size}: ${Math.round(d.eventsPerSec)} events/s in ${d.batches} batches; per event Node ${d.nodeUsPerEvent.toFixed(0)} µs, Postgres ${d.postgresUsPerEvent.toFixed(0)} µs, ${d.rowsPerEvent.toFixed(2)} rows written`,
+        );
+      }
+    }
+
+    const table: Record<string, Record<string, string | number>> = { 'baseline: read + aggregate': { 'events/s': Math.round(median(baseline)) } };
+    for (const [size, ds] of drains) {
+      table[`live projector, batches of ${size}`] = {
+        'events/s': Math.round(median(ds.map((d) => d.eventsPerSec))),
+        'Node µs/event': Math.round(median(ds.map((d) => d.nodeUsPerEvent))),
+        'Postgres µs/event': Math.round(median(ds.map((d) => d.postgresUsPerEvent))),
+        'rows/event': Number(median(ds.map((d) => d.rowsPerEvent)).toFixed(2)),
+      };
+    }
+    console.log(`\nlive projector draining ${stored} events (medians of ${opts.runs} runs)`);
+    console.table(table);
+    const file = result.write(
+      { events: stored, generated: count, runs: opts.runs, batchSizes: BATCH_SIZES },
+      [...drains].map(([size, ds]) => ({
+        name: `live projector, batches of ${size}`,
+        unit: 'events/s',
+        perRun: ds.map((d) => d.eventsPerSec),
+        baseline: { name: 'read + aggregate, no writes', perRun: baseline },
+        note: `per event: Node ${Math.round(median(ds.map((d) => d.nodeUsPerEvent)))} µs, Postgres ${Math.round(median(ds.map((d) => d.postgresUsPerEvent)))} µs CPU; ${median(ds.map((d) => d.rowsPerEvent)).toFixed(2)} read-model rows written`,
+      })),
+    );
+    console.log(`results: ${file}`);
+  } finally {
+    process.off('SIGINT', onSignal);
+    await db.close();
+    await scratch.drop();
+  }
+}
+
+/**
+ * Empties the read models, then lets a projector drain the whole log in batches of `size`, on
+ * connections of its own: closed after it, their backends report every row they wrote.
+ */
+async function drain(db: Db, url: string, size: number, events: number): Promise<Drain> {
+  for (const p of PROJECTIONS) for (const t of p.tables) await sql.raw(`TRUNCATE ${t.name}`).execute(db.kysely);
+  await sql`UPDATE checkpoints SET position = 0`.execute(db.kysely);
+  await sql`DELETE FROM leases`.execute(db.kysely);
+  const rowsBefore = await rowsWritten(db);
+  const postgresBefore = new Map(pidsNamed('postgres').map((pid) => [pid, cpuMs(pid)]));
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  const own = await connectDb({ kind: 'postgres', url, poolSize: 4 }, { application: 'mailtally:bench' });
+  const projector = new Projector(own, PROJECTIONS, { batchSize: size, pollMs: 1000, leaseMs: 15_000, cacheGroups: 50_000 }, createLogger('warn'));
+  await projector.start();
+  while (projector.stats.events < events) {
+    if (performance.now() - started > 600_000) throw new Error(`the projector drained ${projector.stats.events} of ${events} events in 10 minutes`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const ms = performance.now() - started;
+  const used = process.cpuUsage(cpu);
+  const postgresMs = pidsNamed('postgres').reduce((sum, pid) => sum + cpuMs(pid) - (postgresBefore.get(pid) ?? 0), 0);
+  await projector.stop();
+  await own.close();
+  // A backend reports its table statistics as it exits, just after its connection closes.
+  await new Promise((r) => setTimeout(r, 500));
+  const rows = (await rowsWritten(db)) - rowsBefore;
+  return {
+    eventsPerSec: (events * 1000) / ms,
+    nodeUsPerEvent: (used.user + used.system) / events,
+    postgresUsPerEvent: (postgresMs * 1000) / events,
+    rowsPerEvent: rows / events,
+    batches: projector.stats.batches,
+  };
+}
+
+/** Rows inserted, updated or deleted in the read-model tables so far. */
+async function rowsWritten(db: Db): Promise<number> {
+  const tables = PROJECTIONS.flatMap((p) => p.tables.map((t) => t.name));
+  const { rows } = await sql<{ n: string }>`
+    SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::text AS n FROM pg_stat_user_tables WHERE relname IN (${sql.join(tables)})`.execute(db.kysely);
+  return Number(rows[0]?.n ?? 0);
+}
+
+const progress = (line: string) => process.stderr.write(`${line}\n`);
