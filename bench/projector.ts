@@ -1,18 +1,14 @@
 import { sql } from 'kysely';
 import { PROJECTIONS } from '../projections/index.js';
 import { connectDb, type Db } from '../src/db/connect.js';
-import { migrateToLatest } from '../src/db/migrate.js';
 import { createLogger } from '../src/logger.js';
-import { logHead } from '../src/log/read.js';
 import { foldLog } from '../src/projector/replay.js';
 import { Projector } from '../src/projector/runner.js';
-import { ensureProjectionTables } from '../src/projector/tables.js';
 import { median } from './ingest/report.js';
-import { loadLog } from './replay/load-log.js';
+import { scratchLog } from './replay/load-log.js';
 import type { BenchOptions } from './support/options.js';
 import { cpuMs, pidsNamed } from './support/proc.js';
 import { startResult } from './support/result.js';
-import { createScratchDatabase } from './support/scratch.js';
 
 /**
  * `npm run bench -- projector`: the live projector (the `projector` role's code, in this
@@ -39,18 +35,9 @@ interface Drain {
 export async function runProjectorBench(opts: BenchOptions): Promise<void> {
   const count = opts.events ?? 100_000;
   const result = startResult('projector');
-  const scratch = await createScratchDatabase('mt_bench_projector');
-  const db = await connectDb({ kind: 'postgres', url: scratch.url, poolSize: 4 }, { application: 'mailtally:bench' });
-  const onSignal = () => void db.close().then(() => scratch.drop()).finally(() => process.exit(130));
-  process.once('SIGINT', onSignal);
+  const { db, url, stored, head, close } = await scratchLog('mt_bench_projector', count);
   try {
-    await migrateToLatest(db.kysely);
-    await ensureProjectionTables(db.kysely, PROJECTIONS);
-    const stored = await loadLog(db, count, () => {});
-    await sql`VACUUM ANALYZE events`.execute(db.kysely);
-    const head = await logHead(db.kysely);
     progress(`log: ${stored} events stored from ${count} generated`);
-
     // One untimed fold first: the first run's baseline would otherwise run code not yet optimized by the JIT.
     await foldLog(db, PROJECTIONS, head, { readBatch: 50_000 }, null);
     const baseline: number[] = [];
@@ -61,7 +48,7 @@ export async function runProjectorBench(opts: BenchOptions): Promise<void> {
       baseline.push((stored * 1000) / (performance.now() - started));
       progress(`run ${run}: read + aggregate ${Math.round(baseline.at(-1) ?? 0)} events/s`);
       for (const size of BATCH_SIZES) {
-        const d = await drain(db, scratch.url, size, stored);
+        const d = await drain(db, url, size, stored);
         drains.get(size)?.push(d);
         progress(
           `run ${run}: batches of ${size}: ${Math.round(d.eventsPerSec)} events/s in ${d.batches} batches; per event Node ${d.nodeUsPerEvent.toFixed(0)} µs, Postgres ${d.postgresUsPerEvent.toFixed(0)} µs, ${d.rowsPerEvent.toFixed(2)} rows written`,
@@ -92,9 +79,7 @@ export async function runProjectorBench(opts: BenchOptions): Promise<void> {
     );
     console.log(`results: ${file}`);
   } finally {
-    process.off('SIGINT', onSignal);
-    await db.close();
-    await scratch.drop();
+    await close();
   }
 }
 
