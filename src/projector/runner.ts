@@ -119,10 +119,10 @@ export class Projector {
   /**
    * Batches back to back until there is nothing left; false if there was nothing at all.
    *
-   * With the group cache, batches are pipelined: while one batch's write is in Postgres, the
-   * next is read and folded here. The next batch needs only the log (committed events) and the
-   * groups' states after the batch being written, which the cache takes as soon as that batch
-   * is folded; the checkpoints here move then too. Writes stay in order, one at a time: a batch
+   * With the group cache, a backlog is drained pipelined: while a full batch's write is in
+   * Postgres, the next is read and folded here. The next batch needs only the log (committed
+   * events) and the groups' states after the batch being written, which the cache takes as soon
+   * as that batch is folded; the checkpoints here move then too. Writes stay in order, one at a time: a batch
    * is written only after the one before it committed, and its write expects the checkpoints
    * where that one left them. If a write fails, the batch folded meanwhile is dropped, and
    * `#run` forgets the positions and the cache, and starts again from the database.
@@ -157,7 +157,9 @@ export class Projector {
         writing = this.#write(batch, moves);
         // Caught when awaited; until then, not an unhandled rejection.
         writing.catch(() => {});
-        if (!cached) {
+        // Only a full batch says more is waiting. After a partial one, reading on at once would
+        // mostly find nothing and only slow the write that makes this batch visible.
+        if (!cached || batch.events < this.options.batchSize) {
           await writing;
           writing = null;
         }
