@@ -11,8 +11,9 @@ import { insertRows } from './write-delta.js';
 type CounterSpec = Extract<TableSpec, { kind: 'counters' }>;
 
 /**
- * Loads a counter table's rows (those whose sums are not all zero) into a (shadow) table as
- * fast as the driver allows: COPY on Postgres, large JSON-parameter inserts on PGlite.
+ * Loads a counter table's rows (those whose sums are not all zero) into an empty (shadow) table
+ * as fast as the driver allows: COPY on Postgres (rows frozen), large JSON-parameter inserts on
+ * PGlite.
  * `onRows` reports progress; returns the rows loaded.
  */
 export async function loadCounters(db: Db, spec: CounterSpec, table: string, entries: Iterable<CounterEntry>, onRows: (n: number) => void): Promise<number> {
@@ -57,7 +58,13 @@ export async function loadCounters(db: Db, spec: CounterSpec, table: string, ent
   const client = await db.pool.connect();
   try {
     const names = allColumns(spec).map((c) => c.name).join(', ');
-    await pipeline(copyChunks(), client.query(copyFrom(`COPY ${table} (${names}) FROM STDIN`)) as unknown as NodeJS.WritableStream);
+    // Emptied (it is empty already) in the transaction that fills it, so COPY may write its rows frozen.
+    await client.query(`BEGIN; TRUNCATE ${table}`);
+    await pipeline(copyChunks(), client.query(copyFrom(`COPY ${table} (${names}) FROM STDIN WITH (FREEZE)`)) as unknown as NodeJS.WritableStream);
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
   } finally {
     (client as pg.PoolClient).release();
   }

@@ -15,12 +15,14 @@ interface Queued {
 /**
  * Shadow rows on Postgres, written while the log is still being read and folded: each row is
  * encoded as COPY text as the fold emits it, and one connection streams the chunks, one COPY
- * per run of queued chunks of a table, all in one transaction. The fold calls `room()` now and
+ * per run of queued chunks of a table, all in one transaction (rows frozen: nothing is left
+ * for vacuum, and the index builds that follow find them visible without checking). The fold calls `room()` now and
  * then: it yields to the event loop (so the chunks flow) and waits while too much is queued.
  */
 export class CopyShadowRows implements ShadowRows {
   private readonly texts = new Map<string, CopyText>();
   private readonly queue: Queued[] = [];
+  private readonly truncated = new Set<string>();
   private queuedBytes = 0;
   private client: pg.PoolClient | null = null;
   private running: Promise<void> | null = null;
@@ -111,7 +113,12 @@ export class CopyShadowRows implements ShadowRows {
     }
     while (this.queue.length > 0) {
       const { table, columns } = this.queue[0] as Queued;
-      await pipeline(this.take(table), this.client.query(copyFrom(`COPY ${table} (${columns}) FROM STDIN`)) as unknown as NodeJS.WritableStream);
+      if (!this.truncated.has(table)) {
+        // Emptied (it is empty already) in the transaction that fills it, so COPY may write its rows frozen.
+        await this.client.query(`TRUNCATE ${table}`);
+        this.truncated.add(table);
+      }
+      await pipeline(this.take(table), this.client.query(copyFrom(`COPY ${table} (${columns}) FROM STDIN WITH (FREEZE)`)) as unknown as NodeJS.WritableStream);
     }
   }
 
