@@ -77,14 +77,17 @@ export class CopyText {
       n = -n;
     }
     let digits = 1;
-    for (let m = n; m >= 10; m = Math.floor(m / 10)) digits++;
+    while (digits < 16 && n >= (POW10[digits] as number)) digits++;
     let p = this.pos + digits;
     this.pos = p;
+    // Above 2^31 - 1 in floating point; below in 32-bit integers (times in seconds, counts).
+    for (; n > 0x7fffffff; n = Math.floor(n / 10)) b[--p] = ZERO + (n % 10);
+    let i = n | 0;
     do {
-      const q = Math.floor(n / 10);
-      b[--p] = ZERO + (n - q * 10);
-      n = q;
-    } while (n > 0);
+      const q = (i / 10) | 0;
+      b[--p] = ZERO + (i - q * 10);
+      i = q;
+    } while (i > 0);
   }
 
   /** Text known to be plain ASCII with nothing to escape. */
@@ -134,6 +137,8 @@ export class CopyText {
     this.chunkRows = 0;
   }
 }
+
+const POW10 = Array.from({ length: 17 }, (_, i) => 10 ** i);
 
 const TAB = 9;
 const NEWLINE = 10;
