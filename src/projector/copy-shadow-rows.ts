@@ -16,8 +16,9 @@ interface Queued {
  * Shadow rows on Postgres, written while the log is still being read and folded: each row is
  * encoded as COPY text as the fold emits it, and one connection streams the chunks, one COPY
  * per run of queued chunks of a table, all in one transaction (rows frozen: nothing is left
- * for vacuum, and the index builds that follow find them visible without checking). The fold calls `room()` now and
- * then: it yields to the event loop (so the chunks flow) and waits while too much is queued.
+ * for vacuum, and the index builds that follow find them visible without checking). The fold
+ * calls `room()` now and then: it yields to the event loop (so the chunks flow) and waits
+ * while too much is queued.
  */
 export class CopyShadowRows implements ShadowRows {
   private readonly texts = new Map<string, CopyText>();
@@ -25,6 +26,7 @@ export class CopyShadowRows implements ShadowRows {
   private readonly truncated = new Set<string>();
   private queuedBytes = 0;
   private client: pg.PoolClient | null = null;
+  private inTransaction = false;
   private running: Promise<void> | null = null;
   private failure: unknown = null;
   private waiting: (() => void) | null = null;
@@ -63,7 +65,10 @@ export class CopyShadowRows implements ShadowRows {
     this.start();
     await this.running;
     if (this.failure !== null) throw this.failure;
-    if (this.client !== null) await this.client.query('COMMIT');
+    if (this.client !== null) {
+      await this.client.query('COMMIT');
+      this.inTransaction = false;
+    }
   }
 
   /** Releases the connection (rolling back unless finished); safe to call after `finish` or a failure. */
@@ -74,7 +79,7 @@ export class CopyShadowRows implements ShadowRows {
     this.client = null;
     if (client === null) return;
     let broken: Error | undefined;
-    await client.query('ROLLBACK').catch((err: unknown) => (broken = err instanceof Error ? err : new Error(String(err))));
+    if (this.inTransaction) await client.query('ROLLBACK').catch((err: unknown) => (broken = err instanceof Error ? err : new Error(String(err))));
     client.release(broken);
   }
 
@@ -110,6 +115,7 @@ export class CopyShadowRows implements ShadowRows {
     if (this.client === null) {
       this.client = await this.pool.connect();
       await this.client.query('BEGIN');
+      this.inTransaction = true;
     }
     while (this.queue.length > 0) {
       const { table, columns } = this.queue[0] as Queued;
