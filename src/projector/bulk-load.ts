@@ -71,7 +71,8 @@ export async function loadCounters(db: Db, spec: CounterSpec, table: string, ent
   return text.rows;
 }
 
-function hasSums(e: CounterEntry): boolean {
+/** A counter row whose sums are all zero is not stored. */
+export function hasSums(e: CounterEntry): boolean {
   for (const v of e.sums) if (v !== 0) return true;
   return false;
 }

@@ -1,8 +1,8 @@
 import { sql } from 'kysely';
 import type { TableSpec } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
-import { loadCounters } from './bulk-load.js';
-import type { Contribution } from './contribution.js';
+import { hasSums, loadCounters } from './bulk-load.js';
+import type { Contribution, CounterEntry } from './contribution.js';
 import type { ReplayProgress } from './replay.js';
 import { createIndexStatements, execAll, SHADOW } from './tables.js';
 
@@ -15,7 +15,7 @@ import { createIndexStatements, execAll, SHADOW } from './tables.js';
  */
 export async function loadCountersAndIndex(db: Db, totals: readonly Contribution[], progress: (p: ReplayProgress) => void): Promise<number> {
   const counters = totals
-    .flatMap((c) => c.projection.tables.flatMap((spec) => (spec.kind === 'counters' ? [{ spec, entries: c.counters.get(spec.name) ?? new Map() }] : [])))
+    .flatMap((c) => c.projection.tables.flatMap((spec) => (spec.kind === 'counters' ? [{ spec, entries: c.counters.get(spec.name) ?? new Map<string, CounterEntry>() }] : [])))
     .sort((a, b) => b.entries.size - a.entries.size);
   const rowTables = totals.flatMap((c) => c.projection.tables.filter((t) => t.kind === 'rows'));
   const bytes = await tableBytes(db, rowTables);
@@ -25,7 +25,8 @@ export async function loadCountersAndIndex(db: Db, totals: readonly Contribution
     .map(({ statement }) => statement);
   const totalIndexes = indexes.length + counters.reduce((n, c) => n + createIndexStatements(c.spec).length, 0);
 
-  const totalRows = counters.reduce((n, c) => n + c.entries.size, 0);
+  let totalRows = 0;
+  for (const { entries } of counters) for (const e of entries.values()) if (hasSums(e)) totalRows += 1;
   let written = 0;
   let loaded = 0;
   let countersLeft = counters.length;
