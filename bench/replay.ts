@@ -10,6 +10,8 @@ import { loadLog } from './replay/load-log.js';
 import type { BenchOptions } from './support/options.js';
 import { startResult } from './support/result.js';
 import { createScratchDatabase, serverFacts } from './support/scratch.js';
+import { formatProfileSummary, summarizeCpuProfile } from './support/cpu-profile.js';
+import { withCpuProfile } from './support/in-process-profile.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -20,6 +22,8 @@ import { join } from 'node:path';
  * - SQL GROUP BY: one set-based statement over the log computing per-campaign distinct-message
  *   and event counts (what the server alone can do).
  * Each phase runs `runs` times; medians and the ratio replay / read+aggregate are printed.
+ * `--profile` records a CPU profile of run 1's read+aggregate and of its replay (both run in
+ * this process) and prints a summary of each.
  */
 export async function runReplayBench(opts: BenchOptions): Promise<void> {
   const count = opts.events ?? 2_000_000;
@@ -38,10 +42,14 @@ export async function runReplayBench(opts: BenchOptions): Promise<void> {
     process.stderr.write(`\nlog: ${stored} events stored from ${count} generated (${((Date.now() - loadStarted) / 1000).toFixed(0)} s)\n`);
 
     const runs: RunResult[] = [];
+    const profileDir = opts.profile ? join(RESULTS_DIR, 'profiles', `replay-${new Date().toISOString().replace(/[:.]/g, '-')}`) : null;
+    if (profileDir !== null) mkdirSync(profileDir, { recursive: true });
+    const profiled = <T>(run: number, name: string, fn: () => Promise<T>): Promise<T> =>
+      profileDir !== null && run === 1 ? withCpuProfile(join(profileDir, `${name}.cpuprofile`), fn) : fn();
     for (let run = 1; run <= opts.runs; run++) {
       const groupBy = await timed(() => sqlGroupBy(db));
-      const readAggregate = await timed(() => readAndAggregate(db, head));
-      const product = await timedReplay(db);
+      const readAggregate = await profiled(run, 'read-aggregate', () => timed(() => readAndAggregate(db, head)));
+      const product = await profiled(run, 'replay', () => timedReplay(db));
       runs.push({ groupByMs: groupBy.ms, readAggregateMs: readAggregate.ms, readAggregatePeakRssMb: readAggregate.peakRssMb, ...product });
       const r = runs.at(-1) as RunResult;
       process.stderr.write(
@@ -66,6 +74,9 @@ export async function runReplayBench(opts: BenchOptions): Promise<void> {
       perRun: runs,
     };
     printTable(summary);
+    if (profileDir !== null) {
+      for (const name of ['read-aggregate', 'replay']) console.log(`\n${formatProfileSummary(summarizeCpuProfile(join(profileDir, `${name}.cpuprofile`)))}`);
+    }
     mkdirSync(RESULTS_DIR, { recursive: true });
     const file = join(RESULTS_DIR, `replay-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
     writeFileSync(file, `${JSON.stringify(summary, null, 2)}\n`);

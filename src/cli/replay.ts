@@ -14,7 +14,7 @@ const PHASE_LABELS: Record<ReplayPhase, string> = {
   'catch-up': 'catching up      ',
   swap: 'swapping in      ',
 };
-const UNITS: Record<ReplayPhase, string> = { read: 'positions', fold: 'groups', write: 'rows', index: 'tables', 'catch-up': 'positions', swap: '' };
+const UNITS: Record<ReplayPhase, string> = { read: 'positions', fold: 'groups', write: 'rows', index: 'indexes', 'catch-up': 'positions', swap: '' };
 
 /** `mailtally replay [--projection a,b]`: rebuild read models from the log, with progress. */
 export async function runReplay(config: Config, only: string | undefined): Promise<number> {

@@ -3,70 +3,80 @@ import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { TableSpec, Value } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
+import type { CounterEntry } from './contribution.js';
+import { CopyText } from './copy-text.js';
 import { allColumns } from './tables.js';
 import { insertRows } from './write-delta.js';
 
+type CounterSpec = Extract<TableSpec, { kind: 'counters' }>;
+
 /**
- * Loads rows into a (shadow) table as fast as the driver allows: COPY on Postgres, large
- * JSON-parameter inserts on PGlite. `onRows` reports progress.
+ * Loads a counter table's rows (those whose sums are not all zero) into an empty (shadow) table
+ * as fast as the driver allows: COPY on Postgres (rows frozen), large JSON-parameter inserts on
+ * PGlite.
+ * `onRows` reports progress; returns the rows loaded.
  */
-export async function bulkLoad(db: Db, spec: TableSpec, table: string, rows: Iterable<readonly Value[]>, onRows: (n: number) => void): Promise<void> {
-  const chunk: (readonly Value[])[] = [];
-  const CHUNK = db.pool !== null ? 20_000 : 5_000;
+export async function loadCounters(db: Db, spec: CounterSpec, table: string, entries: Iterable<CounterEntry>, onRows: (n: number) => void): Promise<number> {
+  const nMax = spec.maxes?.length ?? 0;
+  const nMin = spec.mins?.length ?? 0;
   if (db.pool === null) {
-    for (const row of rows) {
-      chunk.push(row);
-      if (chunk.length >= CHUNK) {
-        await insertRows(db.kysely, spec, chunk, table.slice(spec.name.length));
-        onRows(chunk.length);
-        chunk.length = 0;
-      }
+    let rows: Value[][] = [];
+    let loaded = 0;
+    const flush = async () => {
+      await insertRows(db.kysely, spec, rows, table.slice(spec.name.length));
+      onRows(rows.length);
+      loaded += rows.length;
+      rows = [];
+    };
+    for (const e of entries) {
+      if (!hasSums(e)) continue;
+      rows.push([...e.keys, ...e.sums, ...padded(e.maxes, nMax), ...padded(e.mins, nMin)]);
+      if (rows.length >= 5_000) await flush();
     }
-    if (chunk.length > 0) await insertRows(db.kysely, spec, chunk, table.slice(spec.name.length));
-    onRows(chunk.length);
-    return;
+    if (rows.length > 0) await flush();
+    return loaded;
+  }
+  const chunks: Buffer[] = [];
+  const text = new CopyText((chunk, n) => {
+    chunks.push(chunk);
+    onRows(n);
+  });
+  function* copyChunks(): Generator<Buffer> {
+    for (const e of entries) {
+      if (!hasSums(e)) continue;
+      text.begin();
+      text.values(e.keys);
+      text.values(e.sums);
+      text.padded(e.maxes, nMax);
+      text.padded(e.mins, nMin);
+      text.end();
+      while (chunks.length > 0) yield chunks.shift() as Buffer;
+    }
+    text.flush();
+    yield* chunks;
   }
   const client = await db.pool.connect();
   try {
     const names = allColumns(spec).map((c) => c.name).join(', ');
-    await pipeline(
-      async function* () {
-        let text = '';
-        let n = 0;
-        for (const row of rows) {
-          text += copyLine(row);
-          if (++n >= CHUNK) {
-            yield text;
-            onRows(n);
-            text = '';
-            n = 0;
-          }
-        }
-        if (n > 0) {
-          yield text;
-          onRows(n);
-        }
-      },
-      client.query(copyFrom(`COPY ${table} (${names}) FROM STDIN`)) as unknown as NodeJS.WritableStream,
-    );
+    // Emptied (it is empty already) in the transaction that fills it, so COPY may write its rows frozen.
+    await client.query(`BEGIN; TRUNCATE ${table}`);
+    await pipeline(copyChunks(), client.query(copyFrom(`COPY ${table} (${names}) FROM STDIN WITH (FREEZE)`)) as unknown as NodeJS.WritableStream);
+    await client.query('COMMIT');
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
   } finally {
     (client as pg.PoolClient).release();
   }
+  return text.rows;
 }
 
-function copyLine(row: readonly Value[]): string {
-  let out = '';
-  for (let i = 0; i < row.length; i++) {
-    const v = row[i] ?? null;
-    if (i > 0) out += '\t';
-    if (v === null) out += '\\N';
-    else if (typeof v === 'string') out += NEEDS_ESCAPE.test(v) ? v.replace(ESCAPES, escapeChar) : v;
-    else if (typeof v === 'boolean') out += v ? 't' : 'f';
-    else out += String(v);
-  }
-  return `${out}\n`;
+/** A counter row whose sums are all zero is not stored. */
+export function hasSums(e: CounterEntry): boolean {
+  for (const v of e.sums) if (v !== 0) return true;
+  return false;
 }
 
-const NEEDS_ESCAPE = /[\\\t\n\r]/;
-const ESCAPES = /[\\\t\n\r]/g;
-const escapeChar = (c: string): string => (c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\n' ? '\\n' : '\\r');
+function padded(values: readonly Value[], n: number): Value[] {
+  return Array.from({ length: n }, (_, i) => values[i] ?? null);
+}

@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import type { LogEvent, Projection, TableSpec, Value } from '../../projections/kit/types.js';
+import type { LogEvent, Output, Projection, TableSpec, Value } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
 import { logHead } from '../log/read.js';
 import { releaseLease, tryAcquireLease } from '../log/leases.js';
-import { bulkLoad } from './bulk-load.js';
 import { copyEventRange } from './copy-reader.js';
 import { computeBatch, type Cursor, groupOf } from './batch.js';
 import { Contribution } from './contribution.js';
+import { loadCountersAndIndex } from './finish-shadows.js';
 import { byTimeThenId, type GroupKey, groupKeyOf, groupKeyString, partitionFilter, readEventRange } from './read-groups.js';
-import { createIndexStatements, createTableStatements, execAll, SHADOW, swapStatements } from './tables.js';
+import { openShadowRows, type ShadowRows } from './shadow-rows.js';
+import { createTableStatements, execAll, SHADOW, swapStatements } from './tables.js';
 import { writeDeltas } from './write-delta.js';
 
 export type ReplayPhase = 'read' | 'fold' | 'write' | 'index' | 'catch-up' | 'swap';
@@ -78,18 +79,18 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
   for (const t of tables) await execAll(db.kysely, [`DROP TABLE IF EXISTS ${t.name}${SHADOW}`, ...createTableStatements(t, SHADOW, false)]);
 
   const head = await logHead(db.kysely);
-  let rows = 0;
-  const { totals, groups: groupCount } = await foldLog(db, projections, head, options, async (work) => {
-    // One COPY at a time while the log is being read: the reader must not starve.
-    rows += await loadShadows(db, work, 1, () => {});
-  }, progress);
-  rows += await loadShadows(db, shadowWork(totals, 'counters'), 3, progress);
-
-  let indexed = 0;
-  await inParallel(db.pool !== null ? 2 : 1, tables, async (t) => {
-    await execAll(db.kysely, createIndexStatements(t, SHADOW));
-    progress({ phase: 'index', done: ++indexed, total: tables.length });
-  });
+  // Row tables are written while the log is read and folded (one connection: the reader must
+  // not starve); counter tables once the whole log is folded.
+  const shadowRows = openShadowRows(db, SHADOW);
+  let folded: Awaited<ReturnType<typeof foldLog>>;
+  try {
+    folded = await foldLog(db, projections, head, options, shadowRows, progress);
+    await shadowRows.finish();
+  } finally {
+    await shadowRows.close();
+  }
+  const { totals, groups: groupCount } = folded;
+  const rows = shadowRows.rows + (await loadCountersAndIndex(db, totals, progress));
 
   const report = { projections: projections.map((p) => p.name), position: head, events: Number(head), groups: groupCount, rows };
   if (options.mode === 'verify') return { ...report, differences: await compareWithLive(db, tables) };
@@ -157,102 +158,72 @@ export async function readGroups(
   return groups;
 }
 
-/** Each projection's contribution of every group, merged. */
-export function foldGroups(totals: readonly Contribution[], groups: Map<string, PendingGroup>): void {
+/**
+ * Each projection's contribution of every group: counters merged into `totals`, rows handed to
+ * `rows` (dropped without one). Lets the writes proceed every few hundred groups.
+ */
+export async function foldGroups(totals: readonly Contribution[], groups: Map<string, PendingGroup>, rows: ShadowRows | null): Promise<void> {
+  const outputs = totals.map((c) => new FoldOutput(c, rows));
+  let folded = 0;
   for (const [id, { key, events }] of groups) {
     events.sort(byTimeThenId);
     const group = groupOf(key, events);
-    for (const c of totals) if (c.projection.groups.includes(key.kind)) c.projection.project(group, c);
+    for (const out of outputs) if (out.projection.groups.includes(key.kind)) out.projection.project(group, out);
     groups.delete(id);
+    if (rows !== null && ++folded % 500 === 0) await rows.room();
+  }
+}
+
+/** A projection's output in a rebuild: counters add up in its total; rows go out as they come. */
+class FoldOutput implements Output {
+  readonly projection: Projection;
+  private readonly specs: Map<string, TableSpec>;
+
+  constructor(
+    private readonly total: Contribution,
+    private readonly rows: ShadowRows | null,
+  ) {
+    this.projection = total.projection;
+    this.specs = new Map(total.projection.tables.filter((t) => t.kind === 'rows').map((t) => [t.name, t]));
+  }
+
+  add(table: string, keys: readonly Value[], sums: readonly number[], maxes?: readonly Value[], mins?: readonly Value[]): void {
+    this.total.add(table, keys, sums, maxes, mins);
+  }
+
+  row(table: string, keys: readonly Value[], columns: readonly Value[]): void {
+    const spec = this.specs.get(table);
+    if (spec === undefined) throw new Error(`${this.projection.name}: no row table ${table}`);
+    this.rows?.row(spec, keys, columns);
   }
 }
 
 /**
  * Reads and folds the whole log, one partition of groups at a time so memory holds one
- * partition's events (plus the counter totals). Row tables are handed to `sink` after each
- * partition; with no sink nothing is written (the benchmark's read+aggregate baseline).
+ * partition's events (plus the counter totals). Row-table rows go to `rows` as they are folded;
+ * with none nothing is written (the benchmark's read+aggregate baseline).
  */
 export async function foldLog(
   db: Db,
   projections: readonly Projection[],
   head: bigint,
   options: Pick<ReplayOptions, 'readBatch' | 'signal' | 'partitionEvents'>,
-  sink: ((rowTables: readonly ShadowWork[]) => Promise<void>) | null,
+  rows: ShadowRows | null,
   progress: (p: ReplayProgress) => void = () => {},
 ): Promise<{ totals: Contribution[]; groups: number }> {
   const totals = projections.map((p) => new Contribution(p));
   const partitions = Math.max(1, Math.ceil(Number(head) / (options.partitionEvents ?? 400_000)));
   let read = 0;
   let groupCount = 0;
-  let writing: Promise<void> = Promise.resolve();
   for (let i = 0; i < partitions; i++) {
     const groups = await readGroups(db, head, options, partitionFilter(i, partitions), (n) => {
       read += n;
       progress({ phase: 'read', done: read, total: Number(head) });
     });
     groupCount += groups.size;
-    foldGroups(totals, groups);
-    const work = sink !== null ? shadowWork(totals, 'rows') : [];
-    for (const c of totals) for (const m of c.rows.values()) m.clear();
-    // This partition's rows are written while the next one is read and folded.
-    await writing;
-    if (sink !== null) {
-      writing = sink(work);
-      writing.catch(() => {});
-    }
+    await foldGroups(totals, groups, rows);
   }
-  await writing;
   return { totals, groups: groupCount };
-}
-
-/** What goes into the shadow tables of one kind, as rows of values in column order. */
-export interface ShadowWork {
-  readonly spec: TableSpec;
-  readonly rows: readonly (readonly Value[])[];
-}
-
-function shadowWork(contributions: readonly Contribution[], kind: TableSpec['kind']): ShadowWork[] {
-  const work: ShadowWork[] = [];
-  for (const c of contributions) {
-    for (const spec of c.projection.tables) {
-      if (spec.kind !== kind) continue;
-      if (spec.kind === 'counters') {
-        const nMax = spec.maxes?.length ?? 0;
-        const nMin = spec.mins?.length ?? 0;
-        const rows: Value[][] = [];
-        for (const e of c.counters.get(spec.name)?.values() ?? []) {
-          if (e.sums.some((v) => v !== 0)) rows.push([...e.keys, ...e.sums, ...pad(e.maxes, nMax), ...pad(e.mins, nMin)]);
-        }
-        work.push({ spec, rows });
-      } else {
-        work.push({ spec, rows: [...(c.rows.get(spec.name)?.values() ?? [])].map((r) => [...r.keys, ...r.columns]) });
-      }
-    }
-  }
-  return work;
-}
-
-async function loadShadows(db: Db, work: readonly ShadowWork[], parallel: number, progress: (p: ReplayProgress) => void): Promise<number> {
-  const total = work.reduce((n, w) => n + w.rows.length, 0);
-  let done = 0;
-  // Tables may load in parallel on Postgres (each COPY is its own server process); PGlite has one session.
-  await inParallel(db.pool !== null ? parallel : 1, work, ({ spec, rows }) =>
-    bulkLoad(db, spec, spec.name + SHADOW, rows, (n) => progress({ phase: 'write', done: (done += n), total })),
-  );
-  return total;
-}
-
-/** Runs `work` over `items`, at most `limit` at a time. */
-async function inParallel<T>(limit: number, items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await work(items[next++] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
-
-function pad(values: readonly Value[], n: number): Value[] {
-  return Array.from({ length: n }, (_, i) => values[i] ?? null);
 }
 
 /** Applies what was appended since `from` to the shadow tables, until close to the head. */
