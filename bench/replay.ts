@@ -1,15 +1,12 @@
 import { sql } from 'kysely';
 import { PROJECTIONS } from '../projections/index.js';
-import { connectDb, type Db } from '../src/db/connect.js';
-import { migrateToLatest } from '../src/db/migrate.js';
-import { logHead } from '../src/log/read.js';
+import type { Db } from '../src/db/connect.js';
 import { foldLog, replay, type ReplayPhase } from '../src/projector/replay.js';
-import { ensureProjectionTables } from '../src/projector/tables.js';
 import { median, RESULTS_DIR, sourceVersion } from './ingest/report.js';
-import { loadLog } from './replay/load-log.js';
+import { scratchLog } from './replay/load-log.js';
 import type { BenchOptions } from './support/options.js';
 import { startResult } from './support/result.js';
-import { createScratchDatabase, serverFacts } from './support/scratch.js';
+import { serverFacts } from './support/scratch.js';
 import { formatProfileSummary, summarizeCpuProfile } from './support/cpu-profile.js';
 import { withCpuProfile } from './support/in-process-profile.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -28,17 +25,9 @@ import { join } from 'node:path';
 export async function runReplayBench(opts: BenchOptions): Promise<void> {
   const count = opts.events ?? 2_000_000;
   const result = startResult('replay');
-  const scratch = await createScratchDatabase('mt_bench_replay');
-  const db = await connectDb({ kind: 'postgres', url: scratch.url, poolSize: 4 }, { application: 'mailtally:bench' });
-  const onSignal = () => void db.close().then(() => scratch.drop()).finally(() => process.exit(130));
-  process.once('SIGINT', onSignal);
+  const loadStarted = Date.now();
+  const { db, stored, head, close } = await scratchLog('mt_bench_replay', count, (done) => progressLine(`loading log ${done}/${count}`));
   try {
-    await migrateToLatest(db.kysely);
-    await ensureProjectionTables(db.kysely, PROJECTIONS);
-    const loadStarted = Date.now();
-    const stored = await loadLog(db, count, (done) => progressLine(`loading log ${done}/${count}`));
-    await sql`VACUUM ANALYZE events`.execute(db.kysely);
-    const head = await logHead(db.kysely);
     process.stderr.write(`\nlog: ${stored} events stored from ${count} generated (${((Date.now() - loadStarted) / 1000).toFixed(0)} s)\n`);
 
     const runs: RunResult[] = [];
@@ -87,9 +76,7 @@ export async function runReplayBench(opts: BenchOptions): Promise<void> {
       { name: `replay: all ${PROJECTIONS.length} read models rebuilt`, unit: 'events/s', perRun: replayRates, baseline: { name: 'one SQL GROUP BY over the log', perRun: runs.map((r) => rate(stored, r.groupByMs)) } },
     ], [`replay peak RSS ${summary.replayPeakRssMb} MiB, ${summary.rowsWritten} read-model rows written`]);
   } finally {
-    process.off('SIGINT', onSignal);
-    await db.close();
-    await scratch.drop();
+    await close();
   }
 }
 
