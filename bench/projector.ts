@@ -56,25 +56,28 @@ export async function runProjectorBench(opts: BenchOptions): Promise<void> {
       }
     }
 
+    // Each batch size's medians, for the console table and the result file alike.
+    const sizes = [...drains].map(([size, ds]) => ({
+      size,
+      perRun: ds.map((d) => d.eventsPerSec),
+      nodeUs: Math.round(median(ds.map((d) => d.nodeUsPerEvent))),
+      postgresUs: Math.round(median(ds.map((d) => d.postgresUsPerEvent))),
+      rows: median(ds.map((d) => d.rowsPerEvent)).toFixed(2),
+    }));
     const table: Record<string, Record<string, string | number>> = { 'baseline: read + aggregate': { 'events/s': Math.round(median(baseline)) } };
-    for (const [size, ds] of drains) {
-      table[`live projector, batches of ${size}`] = {
-        'events/s': Math.round(median(ds.map((d) => d.eventsPerSec))),
-        'Node µs/event': Math.round(median(ds.map((d) => d.nodeUsPerEvent))),
-        'Postgres µs/event': Math.round(median(ds.map((d) => d.postgresUsPerEvent))),
-        'rows/event': Number(median(ds.map((d) => d.rowsPerEvent)).toFixed(2)),
-      };
+    for (const s of sizes) {
+      table[`live projector, batches of ${s.size}`] = { 'events/s': Math.round(median(s.perRun)), 'Node µs/event': s.nodeUs, 'Postgres µs/event': s.postgresUs, 'rows/event': Number(s.rows) };
     }
     console.log(`\nlive projector draining ${stored} events (medians of ${opts.runs} runs)`);
     console.table(table);
     const file = result.write(
       { events: stored, generated: count, runs: opts.runs, batchSizes: BATCH_SIZES },
-      [...drains].map(([size, ds]) => ({
-        name: `live projector, batches of ${size}`,
+      sizes.map((s) => ({
+        name: `live projector, batches of ${s.size}`,
         unit: 'events/s',
-        perRun: ds.map((d) => d.eventsPerSec),
+        perRun: s.perRun,
         baseline: { name: 'read + aggregate, no writes', perRun: baseline },
-        note: `per event: Node ${Math.round(median(ds.map((d) => d.nodeUsPerEvent)))} µs, Postgres ${Math.round(median(ds.map((d) => d.postgresUsPerEvent)))} µs CPU; ${median(ds.map((d) => d.rowsPerEvent)).toFixed(2)} read-model rows written`,
+        note: `per event: Node ${s.nodeUs} µs, Postgres ${s.postgresUs} µs CPU; ${s.rows} read-model rows written`,
       })),
     );
     console.log(`results: ${file}`);

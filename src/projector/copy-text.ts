@@ -6,9 +6,9 @@ import type { Value } from '../../projections/kit/types.js';
  * ends at a row boundary (it can be sent as a COPY of its own) and goes to `onChunk` once it
  * holds about `chunkBytes`.
  *
- * A row is `begin()`, then its fields (`values`, `padded`), then `end()`. Values are written
- * as before: null as `\N`, booleans as t / f, numbers in JavaScript's decimal form, text with
- * backslash, tab, newline and carriage return escaped.
+ * A row is `begin()`, then its fields (`values`, `padded`), then `end()`. Null is written as
+ * `\N`, booleans as t / f, numbers in JavaScript's decimal form, text with backslash, tab,
+ * newline and carriage return escaped.
  */
 export class CopyText {
   private buf: Buffer;

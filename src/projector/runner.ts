@@ -122,9 +122,9 @@ export class Projector {
    * With the group cache, a backlog is drained pipelined: while a full batch's write is in
    * Postgres, the next is read and folded here. The next batch needs only the log (committed
    * events) and the groups' states after the batch being written, which the cache takes as soon
-   * as that batch is folded; the checkpoints here move then too. Writes stay in order, one at a time: a batch
-   * is written only after the one before it committed, and its write expects the checkpoints
-   * where that one left them. If a write fails, the batch folded meanwhile is dropped, and
+   * as that batch is folded; the checkpoints here move then too. Writes stay in order, one at a
+   * time: a batch is written only after the one before it committed, and its write expects the
+   * checkpoints where that one left them. If a write fails, the batch folded meanwhile is dropped, and
    * `#run` forgets the positions and the cache, and starts again from the database.
    */
   async #drain(): Promise<boolean> {
@@ -138,11 +138,7 @@ export class Projector {
         const generation = this.#cache.generation;
         // The cache holds every held projection's state at one position: usable when they all are there.
         const cached = this.#cache.maxGroups > 0 && cursors.every((c) => c.position === cursors[0]?.position);
-        if (!cached) {
-          await writing;
-          writing = null;
-          this.#cache.clear();
-        }
+        if (!cached) this.#cache.clear();
         const batch: Batch | CachedBatch | null = cached
           ? await computeCachedBatch(this.db, cursors, this.options.batchSize, this.#cache)
           : await computeBatch(this.db, cursors, this.options.batchSize);
