@@ -4,26 +4,46 @@ import type { Db } from '../db/connect.js';
 import { hasSums, loadCounters } from './bulk-load.js';
 import type { Contribution, CounterEntry } from './contribution.js';
 import type { ReplayProgress } from './replay.js';
-import { createIndexStatements, execAll, SHADOW } from './tables.js';
+import { createIndexStatements, createTableStatements, execAll, SHADOW } from './tables.js';
 
 /**
- * The rebuild's last steps before catching up: loading the counter tables from the folded
- * totals and building every shadow table's indexes, as one list of statements run a few at a
- * time on Postgres (each its own server process), longest first. A counter table's load is
- * followed by its own indexes; the row tables' indexes (their rows are in) fill the other
- * slots meanwhile, one index per step. Returns the counter rows loaded.
+ * How a rebuild's shadow tables are built, and its last steps before catching up.
+ *
+ * On Postgres, row tables are streamed in by COPY while the log is read and folded (see
+ * `copy-shadow-rows.ts`). The fold keeps one core busy and the COPY little of the other, so the
+ * row tables are created with every index and Postgres keeps them up as the rows come, on that
+ * otherwise idle core. Counter tables are loaded whole once the log is folded: they are created
+ * bare and get their primary key and indexes afterwards, each built by sorting the loaded rows
+ * (keeping a key up to date costs a COPY of rows in random key order about twice as much).
+ *
+ * On PGlite (one session: nothing runs beside the fold), every table is created with its
+ * primary key and gets its other indexes after the load.
+ */
+export function createShadowStatements(db: Db, spec: TableSpec): string[] {
+  if (db.pool === null) return createTableStatements(spec, SHADOW, false);
+  return spec.kind === 'rows' ? createTableStatements(spec, SHADOW, true) : createTableStatements(spec, SHADOW, false, false);
+}
+
+/**
+ * What is left once the log is folded and the row tables' rows are in: the counter tables
+ * loaded from the folded totals, and the indexes `createShadowStatements` left out. The work
+ * runs a few statements at a time on Postgres (each its own server process), longest first:
+ * a counter table's load is followed by its key and index builds, each a statement of its own
+ * that may run beside the others. Returns the counter rows loaded.
  */
 export async function loadCountersAndIndex(db: Db, totals: readonly Contribution[], progress: (p: ReplayProgress) => void): Promise<number> {
   const counters = totals
     .flatMap((c) => c.projection.tables.flatMap((spec) => (spec.kind === 'counters' ? [{ spec, entries: c.counters.get(spec.name) ?? new Map<string, CounterEntry>() }] : [])))
     .sort((a, b) => b.entries.size - a.entries.size);
-  const rowTables = totals.flatMap((c) => c.projection.tables.filter((t) => t.kind === 'rows'));
+  const rowTables = db.pool === null ? totals.flatMap((c) => c.projection.tables.filter((t) => t.kind === 'rows')) : [];
   const bytes = await tableBytes(db, rowTables);
-  const indexes = rowTables
+  const rowIndexes = rowTables
     .flatMap((t) => createIndexStatements(t, SHADOW).map((statement) => ({ statement, bytes: bytes.get(t.name + SHADOW) ?? 0 })))
     .sort((a, b) => b.bytes - a.bytes)
     .map(({ statement }) => statement);
-  const totalIndexes = indexes.length + counters.reduce((n, c) => n + createIndexStatements(c.spec).length, 0);
+  const counterIndexes = (spec: TableSpec): string[][] =>
+    db.pool === null ? createIndexStatements(spec, SHADOW).map((s) => [s]) : [keyStatements(spec), ...createIndexStatements(spec, SHADOW).map((s) => [s])];
+  const totalIndexes = rowIndexes.length + counters.reduce((n, c) => n + counterIndexes(c.spec).length, 0);
 
   let totalRows = 0;
   for (const { entries } of counters) for (const e of entries.values()) if (hasSums(e)) totalRows += 1;
@@ -35,24 +55,69 @@ export async function loadCountersAndIndex(db: Db, totals: readonly Contribution
   const indexProgress = () => {
     if (countersLeft === 0) progress({ phase: 'index', done: indexed, total: totalIndexes });
   };
-  const index = async (statement: string) => {
-    await execAll(db.kysely, [statement]);
+  const index = (statements: readonly string[]): Task => async () => {
+    await execAll(db.kysely, statements);
     indexed += 1;
     indexProgress();
+    return [];
   };
 
-  const tasks: (() => Promise<void>)[] = [
-    ...counters.map(({ spec, entries }) => async () => {
-      const n = await loadCounters(db, spec, spec.name + SHADOW, entries.values(), (k) => progress({ phase: 'write', done: (written += k), total: totalRows }));
-      loaded += n;
+  const tasks: Task[] = [
+    ...counters.map(({ spec, entries }): Task => async () => {
+      loaded += await loadCounters(db, spec, spec.name + SHADOW, entries.values(), (k) => progress({ phase: 'write', done: (written += k), total: totalRows }));
       countersLeft -= 1;
       indexProgress();
-      for (const statement of createIndexStatements(spec, SHADOW)) await index(statement);
+      return counterIndexes(spec).map(index);
     }),
-    ...indexes.map((statement) => () => index(statement)),
+    ...rowIndexes.map((statement) => index([statement])),
   ];
-  await inParallel(db.pool !== null ? 3 : 1, tasks, (task) => task());
+  await runTasks(db.pool !== null ? 3 : 1, tasks);
   return loaded;
+}
+
+/**
+ * The primary key of a counter table created without it: a unique index built from the loaded
+ * rows, then made the key. Other index builds on the table may run meanwhile; the key's
+ * `ALTER TABLE` waits for them, briefly, at the end.
+ */
+function keyStatements(spec: TableSpec): string[] {
+  const table = spec.name + SHADOW;
+  const name = `${table}_pkey`;
+  return [`CREATE UNIQUE INDEX ${name} ON ${table} (${spec.keys.map((k) => k.name).join(', ')})`, `ALTER TABLE ${table} ADD CONSTRAINT ${name} PRIMARY KEY USING INDEX ${name}`];
+}
+
+/** A step of work; returns the steps it made possible (they run before those still waiting). */
+type Task = () => Promise<Task[]>;
+
+/** Runs `tasks` and those they return, at most `limit` at a time; rejects with the first failure once the running ones have ended. */
+function runTasks(limit: number, tasks: readonly Task[]): Promise<void> {
+  const queue = [...tasks];
+  let running = 0;
+  let failure: { err: unknown } | null = null;
+  return new Promise((resolve, reject) => {
+    const pump = () => {
+      while (failure === null && running < limit && queue.length > 0) {
+        const task = queue.shift() as Task;
+        running += 1;
+        task().then(
+          (next) => {
+            running -= 1;
+            queue.unshift(...next);
+            pump();
+          },
+          (err: unknown) => {
+            running -= 1;
+            failure ??= { err };
+            pump();
+          },
+        );
+      }
+      if (running > 0) return;
+      if (failure !== null) reject(failure.err);
+      else if (queue.length === 0) resolve();
+    };
+    pump();
+  });
 }
 
 /** On-disk size of each table (without its indexes), by name. */
@@ -62,13 +127,4 @@ async function tableBytes(db: Db, tables: readonly TableSpec[]): Promise<Map<str
     SELECT relname AS name, pg_relation_size(oid)::text AS bytes FROM pg_class
     WHERE relname IN (${sql.join(tables.map((t) => sql.lit(t.name + SHADOW)))})`.execute(db.kysely);
   return new Map(rows.map((r) => [r.name, Number(r.bytes)]));
-}
-
-/** Runs `work` over `items`, at most `limit` at a time. */
-async function inParallel<T>(limit: number, items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) await work(items[next++] as T);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
 }

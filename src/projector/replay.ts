@@ -7,10 +7,10 @@ import { releaseLease, tryAcquireLease } from '../log/leases.js';
 import { copyEventRange } from './copy-reader.js';
 import { computeBatch, type Cursor, groupOf } from './batch.js';
 import { Contribution } from './contribution.js';
-import { loadCountersAndIndex } from './finish-shadows.js';
+import { createShadowStatements, loadCountersAndIndex } from './finish-shadows.js';
 import { byTimeThenId, type GroupKey, groupKeyOf, groupKeyString, partitionFilter, readEventRange } from './read-groups.js';
 import { openShadowRows, type ShadowRows } from './shadow-rows.js';
-import { createTableStatements, execAll, SHADOW, swapStatements } from './tables.js';
+import { execAll, SHADOW, swapStatements } from './tables.js';
 import { writeDeltas } from './write-delta.js';
 
 export type ReplayPhase = 'read' | 'fold' | 'write' | 'index' | 'catch-up' | 'swap';
@@ -76,7 +76,7 @@ export async function replay(db: Db, projections: readonly Projection[], options
 async function rebuild(db: Db, projections: readonly Projection[], options: ReplayOptions): Promise<ReplayReport> {
   const progress = options.onProgress ?? (() => {});
   const tables = projections.flatMap((p) => p.tables);
-  for (const t of tables) await execAll(db.kysely, [`DROP TABLE IF EXISTS ${t.name}${SHADOW}`, ...createTableStatements(t, SHADOW, false)]);
+  for (const t of tables) await execAll(db.kysely, [`DROP TABLE IF EXISTS ${t.name}${SHADOW}`, ...createShadowStatements(db, t)]);
 
   const head = await logHead(db.kysely);
   // Row tables are written while the log is read and folded (one connection: the reader must

@@ -27,13 +27,13 @@ function indexName(table: string, columns: readonly string[]): string {
   return name;
 }
 
-export function createTableStatements(spec: TableSpec, suffix = '', withIndexes = true): string[] {
+/** The table with its primary key (unless `withKey` is false), and its other indexes unless `withIndexes` is false. */
+export function createTableStatements(spec: TableSpec, suffix = '', withIndexes = true, withKey = true): string[] {
   const table = spec.name + suffix;
   const sums = new Set(spec.kind === 'counters' ? spec.sums.map((c) => c.name) : []);
   const columns = allColumns(spec).map((c) => columnDdl(c, sums.has(c.name)));
-  const statements = [
-    `CREATE TABLE IF NOT EXISTS ${table} (${columns.join(', ')}, CONSTRAINT ${table}_pkey PRIMARY KEY (${spec.keys.map((k) => k.name).join(', ')}))`,
-  ];
+  const key = withKey ? `, CONSTRAINT ${table}_pkey PRIMARY KEY (${spec.keys.map((k) => k.name).join(', ')})` : '';
+  const statements = [`CREATE TABLE IF NOT EXISTS ${table} (${columns.join(', ')}${key})`];
   if (withIndexes) statements.push(...createIndexStatements(spec, suffix));
   return statements;
 }
