@@ -64,7 +64,8 @@ export async function loadCountersAndIndex(db: Db, totals: readonly Contribution
 
   const tasks: Task[] = [
     ...counters.map(({ spec, entries }): Task => async () => {
-      loaded += await loadCounters(db, spec, spec.name + SHADOW, entries.values(), (k) => progress({ phase: 'write', done: (written += k), total: totalRows }));
+      const n = await loadCounters(db, spec, spec.name + SHADOW, entries.values(), (k) => progress({ phase: 'write', done: (written += k), total: totalRows }));
+      loaded += n;
       countersLeft -= 1;
       indexProgress();
       return counterIndexes(spec).map(index);
