@@ -78,8 +78,8 @@ export async function loadCountersAndIndex(db: Db, totals: readonly Contribution
 
 /**
  * The primary key of a counter table created without it: a unique index built from the loaded
- * rows, then made the key. Other index builds on the table may run meanwhile; the key's
- * `ALTER TABLE` waits for them, briefly, at the end.
+ * rows, then made the key. The table's other index builds may run beside the unique index's;
+ * the `ALTER TABLE` that makes it the key waits for those still running to finish.
  */
 function keyStatements(spec: TableSpec): string[] {
   const table = spec.name + SHADOW;
