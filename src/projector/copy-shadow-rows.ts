@@ -16,9 +16,9 @@ interface Queued {
  * Shadow rows on Postgres, written while the log is still being read and folded: each row is
  * encoded as COPY text as the fold emits it, and one connection streams the chunks, one COPY
  * per run of queued chunks of a table, all in one transaction (rows frozen: nothing is left
- * for vacuum, and the index builds that follow find them visible without checking). The fold
- * calls `room()` now and then: it yields to the event loop (so the chunks flow) and waits
- * while too much is queued.
+ * for vacuum). The tables' indexes are kept up as the rows come (see `finish-shadows.ts`).
+ * The fold calls `room()` now and then: it yields to the event loop (so the chunks flow) and
+ * waits while too much is queued.
  */
 export class CopyShadowRows implements ShadowRows {
   private readonly texts = new Map<string, CopyText>();
