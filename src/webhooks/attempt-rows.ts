@@ -46,16 +46,21 @@ export function cleanSnippet(s: string | null): string | null {
 /**
  * Many rows in one statement: the columns that hold no commas (times, ids, numbers, outcome and
  * error class; '' for null) as comma-separated text split in Postgres, the response snippets
- * (any text) as an array. Far cheaper, for both sides, than a JSON recordset.
+ * (any text) as an array. Far cheaper, for both sides, than a JSON recordset. A delivery id of 0
+ * (a first attempt delivered straight from the log, which never had an outbox row) gets a fresh
+ * one from the outbox's sequence, so every delivery still has an id of its own.
  */
 export async function insertAttempts(db: Kysely<Database>, rows: readonly AttemptRow[]): Promise<void> {
   if (rows.length === 0) return;
   const list = <K extends keyof AttemptRow>(k: K): string => rows.map((r) => r[k] ?? '').join(',');
   await sql`
     INSERT INTO webhook_attempts (attempted_at, api_key_id, url_id, delivery_id, webhook_id, attempt, event_count, outcome, status_code, latency_ms, error_class, response_snippet)
-    SELECT * FROM unnest(string_to_array(${list('attempted_at')}::text, ',')::timestamptz[], string_to_array(${list('api_key_id')}::text, ',')::bigint[],
+    SELECT attempted_at, api_key_id, url_id, CASE WHEN delivery_id = 0 THEN nextval(pg_get_serial_sequence('webhook_deliveries', 'id')) ELSE delivery_id END,
+      webhook_id, attempt, event_count, outcome, status_code, latency_ms, error_class, response_snippet
+    FROM unnest(string_to_array(${list('attempted_at')}::text, ',')::timestamptz[], string_to_array(${list('api_key_id')}::text, ',')::bigint[],
       string_to_array(${list('url_id')}::text, ',')::bigint[], string_to_array(${list('delivery_id')}::text, ',')::bigint[], string_to_array(${list('webhook_id')}::text, ','),
       string_to_array(${list('attempt')}::text, ',')::int[], string_to_array(${list('event_count')}::text, ',')::int[], string_to_array(${list('outcome')}::text, ','),
       string_to_array(${list('status_code')}::text, ',', '')::int[], string_to_array(${list('latency_ms')}::text, ',')::int[], string_to_array(${list('error_class')}::text, ',', ''),
-      ${rows.map((r) => r.response_snippet)}::text[])`.execute(db);
+      ${rows.map((r) => r.response_snippet)}::text[])
+      AS x(attempted_at, api_key_id, url_id, delivery_id, webhook_id, attempt, event_count, outcome, status_code, latency_ms, error_class, response_snippet)`.execute(db);
 }

@@ -19,9 +19,9 @@ import { parseAllowList } from './ssrf-guard.js';
  * and two delivery lanes (first attempts, retries) claiming from the outbox in every process.
  * A claim is committed before its HTTP call and the outcome is written after it in a new short
  * transaction, so a crash loses nothing and repeats at most what was in flight. Version 1 first
- * attempts that fit the first lane's free slots or its queues are inserted already claimed by
- * the fan-out and handed to the lane after its commit (fan-out.ts), the rest are claimed from
- * the outbox.
+ * attempts that fit the first lane's free slots or its queues are sent straight from the log,
+ * without an outbox row, and kept durable by a low-water checkpoint (first-attempts-ledger.ts);
+ * the rest are claimed from the outbox.
  */
 
 export interface DispatcherOptions {
@@ -72,7 +72,13 @@ export class Dispatcher {
     // A claim outlives its request (bounded by the deadline) and the write of its outcome.
     const leaseMs = 2 * options.timeoutMs + 1000;
     const laneOptions = { pollMs: options.pollMs, leaseMs, queueMs: options.timeoutMs };
-    this.#first = new Lane(db, { ...laneOptions, retry: false, concurrency: options.concurrency, perUrl: options.urlConcurrency }, (r) => this.#deliver(r), log);
+    this.#first = new Lane(
+      db,
+      { ...laneOptions, retry: false, concurrency: options.concurrency, perUrl: options.urlConcurrency },
+      (r) => this.#deliver(r),
+      log,
+      (r) => this.#writer.handOff(r),
+    );
     this.#fanOut = new FanOut(
       db,
       {
@@ -92,9 +98,16 @@ export class Dispatcher {
       (r) => this.#deliver(r),
       log,
     );
-    this.#writer = new OutcomeWriter(db.kysely, { retryScheduleSeconds: options.retryScheduleSeconds, maxBatch: 500, lingerMs: 2 }, this.#stats, log, (urls) => {
-      for (const u of urls) this.#reroute(u);
-    });
+    this.#writer = new OutcomeWriter(
+      db.kysely,
+      { retryScheduleSeconds: options.retryScheduleSeconds, maxBatch: 500, lingerMs: 2 },
+      this.#stats,
+      log,
+      (urls) => {
+        for (const u of urls) this.#reroute(u);
+      },
+      (positions) => this.#fanOut.directDone(positions),
+    );
     this.#outbox = new Wakeup(db, OUTBOX_CHANNEL, log);
   }
 

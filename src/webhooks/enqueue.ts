@@ -9,7 +9,9 @@ import { type BatchAppend as Append, type ClaimedDelivery, type NewDelivery, app
 /**
  * Log events → outbox rows, in the caller's transaction. Each event goes to its tenant's alive
  * primary URL for its type or, while that one is dead, to the alive backup. Version 1 URLs get
- * one row per event (webhook-id `msg_<position>`, the same on every retry and replay); Version 2
+ * one delivery per event (webhook-id `msg_<position>`, the same on every retry and replay): an
+ * outbox row, or none when the caller has a free slot to send it itself after the commit (a
+ * first attempt straight from the log, first-attempts-ledger.ts). Version 2
  * URLs get batches (`bat_<uuid>`) that stay open for the grouping window and up to a count and
  * a size, the events of several calls joining the same batch while it waits. The window counts
  * from the batch's first event entering the log, so events read late (a backlog, a replay)
@@ -62,13 +64,11 @@ interface Route {
 }
 
 /**
- * Lets the caller claim Version 1 first attempts as they are enqueued, so that it can start
- * them itself once the transaction commits (no claim query, no body read back): `reserve`
- * takes a delivery slot for the URL, or says there is none (the row is then left unclaimed).
+ * Lets the caller send Version 1 first attempts itself, straight from the log, once the
+ * transaction commits (no outbox row, no claim query, no body read back): `reserve` takes a
+ * delivery slot for the URL, or says there is none (the event then gets an unclaimed outbox row).
  */
 export interface FirstAttemptClaimer {
-  readonly claim: string;
-  readonly leaseMs: number;
   reserve(urlId: bigint): boolean;
 }
 
@@ -77,8 +77,13 @@ export interface EnqueueResult {
   events: number;
   /** Open batches after this call, to pass to the next one once the transaction commits. */
   openBatches: Map<string, OpenBatch>;
-  /** The rows inserted already claimed (one per slot the claimer reserved), to start after the commit. */
+  /** First attempts to send straight from the log (one per slot the claimer reserved), after the commit. */
   claimed: ClaimedDelivery[];
+}
+
+export interface EnqueueOptions {
+  /** Version 1 routes only (a recovery re-examining events whose Version 2 batches are enqueued already). */
+  readonly versionOneOnly?: boolean;
 }
 
 /** Milliseconds before a batch closes within which no more events join it. */
@@ -101,6 +106,7 @@ export async function enqueueEvents(
   open: ReadonlyMap<string, OpenBatch>,
   now: number = Date.now(),
   claimer: FirstAttemptClaimer | null = null,
+  options: EnqueueOptions = {},
 ): Promise<EnqueueResult> {
   const wanted = events.filter((e) => e.payload !== null && isWebhookType(e.type));
   const openBatches = new Map(open);
@@ -114,17 +120,14 @@ export async function enqueueEvents(
   let routed = 0;
   for (const e of wanted) {
     const route = routes.get(`${e.api_key_id}:${e.type}`);
-    if (route === undefined) continue;
+    if (route === undefined || (options.versionOneOnly === true && route.version !== 1)) continue;
     routed += 1;
     const json = toCallbackJson(e);
     const bytes = Buffer.byteLength(json);
     if (route.version === 1) {
       const delivery: NewDelivery = { apiKeyId: e.api_key_id, urlId: route.urlId, webhookId: `msg_${e.position}`, events: [json], positions: [e.position], bytes, delayMs: 0 };
-      if (claimer?.reserve(route.urlId) === true) {
-        delivery.claim = { id: claimer.claim, leaseMs: claimer.leaseMs };
-        handed.push({ delivery, route, type: e.type });
-      }
-      single.push(delivery);
+      if (claimer?.reserve(route.urlId) === true) handed.push({ delivery, route, type: e.type });
+      else single.push(delivery);
       continue;
     }
     const key = String(route.urlId);
@@ -157,7 +160,7 @@ export async function enqueueEvents(
   }
 
   const batches: NewDelivery[] = [];
-  let deliveries = single.length;
+  let deliveries = single.length + handed.length;
   for (const g of grouped.values()) {
     let i = g.start;
     while (i < g.events.length) {
@@ -186,11 +189,10 @@ export async function enqueueEvents(
     else openBatches.delete(String(b.urlId));
   }
   const createdAt = new Date(now);
-  const claimed = handed.map(({ delivery: d, route, type }): ClaimedDelivery => {
-    const id = ids.get(d.webhookId);
-    if (id === undefined) throw new Error(`no id returned for ${d.webhookId}`);
-    return {
-      id,
+  const claimed = handed.map(
+    ({ delivery: d, route, type }): ClaimedDelivery => ({
+      id: 0n,
+      direct: d.positions[0] ?? 0n,
       apiKeyId: d.apiKeyId,
       urlId: d.urlId,
       webhookId: d.webhookId,
@@ -199,10 +201,10 @@ export async function enqueueEvents(
       attempts: 0,
       firstFailedAt: null,
       createdAt,
-      claim: d.claim?.id ?? '',
+      claim: '',
       target: { url: route.url, secret: route.secret, version: 1, status: 'alive', isBackup: route.isBackup, eventType: type },
-    };
-  });
+    }),
+  );
   return { deliveries, events: routed, openBatches, claimed };
 }
 

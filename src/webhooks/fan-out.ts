@@ -1,19 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Db } from '../db/connect.js';
+import type { Database } from '../db/schema.js';
 import { describeError, isTransientDbError } from '../db/errors.js';
 import { advanceCheckpoint, ensureCheckpoints, readCheckpoint } from '../log/checkpoints.js';
 import { releaseLease, tryAcquireLease } from '../log/leases.js';
 import { EVENTS_CHANNEL, Wakeup } from '../log/wakeup.js';
 import type { Logger } from '../logger.js';
-import { type EnqueueResult, type FirstAttemptClaimer, type GroupingLimits, LOG_SELECT, type LogEventForWebhooks, type OpenBatch, enqueueEvents } from './enqueue.js';
+import { type EnqueueResult, type FirstAttemptClaimer, type GroupingLimits, LOG_SELECT, type LogEventForWebhooks, type OpenBatch, enqueueEvents, isWebhookType } from './enqueue.js';
+import { FIRST_ATTEMPTS_CHECKPOINT, FirstAttemptLedger, ensureFirstAttemptsCheckpoint, raiseFirstAttemptsCheckpoint } from './first-attempts-ledger.js';
 import { type ClaimedDelivery, OUTBOX_CHANNEL } from './outbox.js';
 
 /**
- * Reads the log from the `webhooks` checkpoint and turns events into outbox rows, the rows and
- * the checkpoint move committed together: every event is enqueued exactly once, whatever
- * crashes. One process at a time does this (a lease, like a projection's); any number deliver.
+ * Reads the log from the `webhooks` checkpoint and turns events into deliveries, committed
+ * with the checkpoint's move: outbox rows, or Version 1 first attempts this process sends
+ * straight from the log, which the low-water checkpoint `webhooks:first-attempts` keeps
+ * durable (first-attempts-ledger.ts). Every event is enqueued exactly once, whatever crashes:
+ * a new holder first re-sends the direct first attempts left without an outcome. One process
+ * at a time does this (a lease, like a projection's); any number deliver.
  */
 
 export const WEBHOOKS_CHECKPOINT = 'webhooks';
@@ -28,25 +33,22 @@ export interface FanOutOptions {
 
 /**
  * Where Version 1 first attempts go when this process has room for them (the first lane):
- * they are inserted already claimed (for `aheadLeaseMs`) and, after the commit, started at once
- * where a slot is free or queued for one, instead of waiting for a claim query to find them.
- * Rows beyond that room are claimed as usual.
+ * after the commit they are started at once where a slot is free or queued for one, straight
+ * from the log (no outbox row). Events beyond that room get outbox rows, claimed as usual.
  */
 export interface FirstAttempts {
-  readonly aheadLeaseMs: number;
   /** 'url full': the URL has no room here; its next finished request in this process claims again. */
   reserve(urlId: bigint): 'reserved' | 'queued' | 'url full' | 'lane full';
   unreserve(urlId: bigint, kind: 'reserved' | 'queued'): void;
   /** Rows of this URL were committed unclaimed because it was full. */
   markBehind(urlId: bigint): void;
   startReserved(row: ClaimedDelivery): void;
-  /** `claimedAt`: the local clock before the claim was taken. */
+  /** `claimedAt`: the local clock before the slot was reserved. */
   enqueue(row: ClaimedDelivery, claimedAt: number): void;
 }
 
 /** One step's reservations: what to start or queue after the commit, give back after a failure, or leave waiting. */
 class Reservations implements FirstAttemptClaimer {
-  readonly claim = randomUUID();
   readonly at = Date.now();
   /** What `reserve` gave, in the order of the rows claimed. */
   readonly reserved: { urlId: bigint; kind: 'reserved' | 'queued' }[] = [];
@@ -55,10 +57,6 @@ class Reservations implements FirstAttemptClaimer {
   readonly waitingUrls = new Set<bigint>();
 
   constructor(private readonly first: FirstAttempts) {}
-
-  get leaseMs(): number {
-    return this.first.aheadLeaseMs;
-  }
 
   reserve(urlId: bigint): boolean {
     const outcome = this.first.reserve(urlId);
@@ -71,7 +69,7 @@ class Reservations implements FirstAttemptClaimer {
     return true;
   }
 
-  /** After the commit: the claimed rows start or queue, and the URLs left waiting claim again when a slot frees. */
+  /** After the commit: the direct first attempts start or queue, and the URLs left waiting claim again when a slot frees. */
   committed(claimed: readonly ClaimedDelivery[]): void {
     for (const urlId of this.waitingUrls) this.first.markBehind(urlId);
     claimed.forEach((row, i) => {
@@ -92,6 +90,8 @@ export interface FanOutStats {
   eventsRead: number;
   eventsEnqueued: number;
   deliveriesEnqueued: number;
+  /** Direct first attempts found without an outcome after a crash or a takeover, and sent again. */
+  recovered: number;
   errors: number;
 }
 
@@ -103,7 +103,11 @@ class CheckpointMoved extends Error {
 
 export class FanOut {
   readonly owner = `webhooks-${randomUUID()}`;
-  readonly stats: FanOutStats = { held: false, position: '0', batches: 0, eventsRead: 0, eventsEnqueued: 0, deliveriesEnqueued: 0, errors: 0 };
+  readonly stats: FanOutStats = { held: false, position: '0', batches: 0, eventsRead: 0, eventsEnqueued: 0, deliveriesEnqueued: 0, recovered: 0, errors: 0 };
+  /** Direct first attempts this process has committed and whose outcomes are not yet recorded. */
+  readonly ledger = new FirstAttemptLedger();
+  /** The low-water checkpoint as this holder last wrote it. */
+  #lowWritten: bigint | null = null;
   readonly #wakeup: Wakeup;
   #open = new Map<string, OpenBatch>();
   /** The checkpoint as this holder last moved it (null: read it from the database). */
@@ -126,8 +130,18 @@ export class FanOut {
     this.#wakeup = new Wakeup(db, EVENTS_CHANNEL, log);
   }
 
+  /**
+   * Direct first attempts whose outcomes are now recorded. When none is left open, the fan-out
+   * wakes to raise the low-water checkpoint to its own (it is otherwise raised with each batch).
+   */
+  directDone(positions: readonly bigint[]): void {
+    this.ledger.done(positions);
+    if (this.ledger.size === 0) this.#wakeup.signal();
+  }
+
   async start(): Promise<void> {
     await ensureCheckpoints(this.db.kysely, [WEBHOOKS_CHECKPOINT]);
+    await ensureFirstAttemptsCheckpoint(this.db.kysely, WEBHOOKS_CHECKPOINT);
     await this.#wakeup.start();
     await this.#renewLease();
     this.#leaseTimer = setInterval(() => {
@@ -176,13 +190,18 @@ export class FanOut {
    */
   async step(): Promise<boolean> {
     if (!this.stats.held) return false;
-    const position = this.#position ?? (await readCheckpoint(this.db.kysely, WEBHOOKS_CHECKPOINT));
+    let position = this.#position;
+    if (position === null) {
+      position = await readCheckpoint(this.db.kysely, WEBHOOKS_CHECKPOINT);
+      await this.#recover(position);
+    }
     const prefetched = this.#prefetch?.after === position ? this.#prefetch.rows : null;
     this.#prefetch = null;
     const rows = await (prefetched ?? this.#read(position));
     const last = rows.at(-1);
     if (last === undefined) {
       this.#position = position;
+      await this.#raiseLowWater(position);
       return false;
     }
     const lastPosition = BigInt(last.position);
@@ -202,12 +221,15 @@ export class FanOut {
         const r = await enqueueEvents(trx, rows, this.options.grouping, this.#open, Date.now(), reservations);
         if (othersToClaim(r)) await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(trx);
         if (!(await advanceCheckpoint(trx, WEBHOOKS_CHECKPOINT, position, lastPosition))) throw new CheckpointMoved();
+        await this.#writeLowWater(trx, this.ledger.lowWater(lastPosition, directPositions(r.claimed)));
         return r;
       });
     } catch (err) {
       reservations?.failed();
+      this.#lowWritten = null;
       throw err;
     }
+    this.ledger.add(directPositions(result.claimed));
     reservations?.committed(result.claimed);
     this.#open = result.openBatches;
     this.#position = lastPosition;
@@ -219,6 +241,65 @@ export class FanOut {
     if (othersToClaim(result)) this.onEnqueued(0);
     if (result.openBatches.size > 0) this.onEnqueued(Math.max(0, Math.min(...[...result.openBatches.values()].map((b) => b.closesAt)) - Date.now()));
     return true;
+  }
+
+  /**
+   * After a crash or a takeover: the events between the low-water checkpoint and the fan-out's
+   * whose Version 1 first attempt went straight from the log and has no outcome recorded (no
+   * attempt, no outbox row), and is not open in this process, are enqueued again (sent straight
+   * from the log where there is room, else as outbox rows). Their Version 2 batches were
+   * committed with the checkpoint's move and are not touched.
+   */
+  async #recover(high: bigint): Promise<void> {
+    let after = await readCheckpoint(this.db.kysely, FIRST_ATTEMPTS_CHECKPOINT);
+    const from = after;
+    let recovered = 0;
+    while (after < high) {
+      const rows = (await this.#read(after)).filter((r) => BigInt(r.position) <= high);
+      const last = rows.at(-1);
+      if (last === undefined) break;
+      after = BigInt(last.position);
+      const candidates = rows.filter((r) => r.payload !== null && isWebhookType(r.type) && !this.ledger.has(BigInt(r.position)));
+      if (candidates.length === 0) continue;
+      const handled = await handledFirstAttempts(this.db, candidates);
+      const todo = candidates.filter((r) => !handled.has(`msg_${r.position}`));
+      if (todo.length === 0) continue;
+      const reservations = this.firstAttempts !== null ? new Reservations(this.firstAttempts) : null;
+      let result: EnqueueResult;
+      try {
+        result = await this.db.kysely.transaction().execute(async (trx) => {
+          const r = await enqueueEvents(trx, todo, this.options.grouping, new Map(), Date.now(), reservations, { versionOneOnly: true });
+          await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(trx);
+          // Still the holder: the fan-out checkpoint is where this process found it.
+          if (!(await advanceCheckpoint(trx, WEBHOOKS_CHECKPOINT, high, high))) throw new CheckpointMoved();
+          return r;
+        });
+      } catch (err) {
+        reservations?.failed();
+        throw err;
+      }
+      this.ledger.add(directPositions(result.claimed));
+      reservations?.committed(result.claimed);
+      if (result.deliveries > result.claimed.length) this.onEnqueued(0);
+      recovered += result.deliveries;
+    }
+    this.stats.recovered += recovered;
+    if (recovered > 0) this.log.warn({ from: String(from), to: String(high), recovered }, 'webhook first attempts left without an outcome were enqueued again');
+  }
+
+  /** When idle: raises the low-water checkpoint to what the ledger allows, as the holder. */
+  async #raiseLowWater(position: bigint): Promise<void> {
+    const low = this.ledger.lowWater(position);
+    if (low === this.#lowWritten) return;
+    await this.db.kysely.transaction().execute(async (trx) => {
+      if (!(await advanceCheckpoint(trx, WEBHOOKS_CHECKPOINT, position, position))) throw new CheckpointMoved();
+      await this.#writeLowWater(trx, low);
+    });
+  }
+
+  async #writeLowWater(trx: Kysely<Database>, low: bigint): Promise<void> {
+    await raiseFirstAttemptsCheckpoint(trx, low);
+    this.#lowWritten = low;
   }
 
   async #read(after: bigint): Promise<LogEventForWebhooks[]> {
@@ -236,6 +317,7 @@ export class FanOut {
         this.#open.clear();
         this.#position = null;
         this.#prefetch = null;
+        this.#lowWritten = null;
         this.#wakeup.signal();
       } else if (!ok && this.stats.held) this.log.warn('webhook fan-out lease lost');
       this.stats.held = ok;
@@ -244,4 +326,22 @@ export class FanOut {
       this.stats.held = false;
     }
   }
+}
+
+const directPositions = (rows: readonly ClaimedDelivery[]): bigint[] => rows.flatMap((r) => (r.direct !== null ? [r.direct] : []));
+
+/**
+ * Of these events, those whose Version 1 delivery (`msg_<position>`) has an outbox row or an
+ * attempt recorded. Attempts are looked for from five minutes before the oldest event entered
+ * the log (the block range index on attempt times keeps that to recent rows).
+ */
+async function handledFirstAttempts(db: Db, events: readonly LogEventForWebhooks[]): Promise<Set<string>> {
+  const ids = events.map((e) => `msg_${e.position}`);
+  const oldestAgeMs = Math.max(...events.map((e) => e.age_ms));
+  const since = new Date(Date.now() - oldestAgeMs - 5 * 60_000);
+  const { rows } = await sql<{ webhook_id: string }>`
+    SELECT webhook_id FROM webhook_deliveries WHERE webhook_id = ANY(${ids}::text[])
+    UNION
+    SELECT webhook_id FROM webhook_attempts WHERE attempted_at >= ${since} AND webhook_id = ANY(${ids}::text[])`.execute(db.kysely);
+  return new Set(rows.map((r) => r.webhook_id));
 }

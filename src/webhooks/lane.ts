@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../db/connect.js';
 import { describeError } from '../db/errors.js';
 import type { Logger } from '../logger.js';
-import { type ClaimedDelivery, claimDue, releaseClaims } from './outbox.js';
+import { type ClaimedDelivery, claimDue } from './outbox.js';
 import { Wakeup } from '../log/wakeup.js';
 
 /**
@@ -12,10 +12,11 @@ import { Wakeup } from '../log/wakeup.js';
  * what it can start at once (each URL's free slots), URL by URL in round-robin order, so a URL
  * that hangs holds its own few slots and nothing else: other URLs keep their pace.
  *
- * Rows the fan-out of this process claims as it enqueues them (first attempts) start at once if
+ * First attempts the fan-out of this process sends straight from the log start at once if
  * their URL has a free slot, or wait in the URL's queue here for one (up to QUEUE_PER_SLOT rows
- * per slot, `queueMs` each): no claim query, no body read back. A queued row whose time is up is
- * left to its lease, which covers that wait (`queueMs`) besides the request's own `leaseMs`.
+ * per slot, `queueMs` each): no outbox row, no claim query. One whose time is up in the queue,
+ * or still queued when the lane stops, is handed to the outbox (`handOff`) and claimed like
+ * any other row.
  */
 
 export interface LaneOptions {
@@ -25,7 +26,7 @@ export interface LaneOptions {
   readonly pollMs: number;
   /** How long a claim holds a row (the HTTP deadline plus margin). */
   readonly leaseMs: number;
-  /** How long a row claimed ahead may wait for a slot here. */
+  /** How long a first attempt from the fan-out may wait for a slot here. */
   readonly queueMs: number;
 }
 
@@ -64,6 +65,8 @@ export class Lane {
     private readonly options: LaneOptions,
     private readonly deliver: (row: ClaimedDelivery) => Promise<void>,
     private readonly log: Logger,
+    /** A first attempt from the fan-out that will not be sent here: it goes to the outbox. */
+    private readonly handOff: (row: ClaimedDelivery) => void = () => {},
   ) {
     this.#wakeup = new Wakeup(db, null, log);
   }
@@ -77,11 +80,6 @@ export class Lane {
     return this.options.leaseMs;
   }
 
-  /** How long the claim of a row claimed ahead (started at once or queued) must hold it. */
-  get aheadLeaseMs(): number {
-    return this.options.leaseMs + this.options.queueMs;
-  }
-
   start(): void {
     this.#loop = this.#run();
   }
@@ -91,7 +89,7 @@ export class Lane {
     this.#wakeup.signal();
   }
 
-  /** Stops claiming, gives back the queued rows' claims and waits for the requests in flight to finish. */
+  /** Stops claiming, hands the queued first attempts to the outbox and waits for the requests in flight to finish. */
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#wakeup.signal();
@@ -99,10 +97,7 @@ export class Lane {
     const queued = [...this.#queues.values()].flatMap((q) => q.map((e) => e.row));
     this.#queues.clear();
     this.#queuedTotal = 0;
-    // If this fails, the rows are claimable again when their leases end.
-    await releaseClaims(this.db.kysely, queued).catch((err: unknown) =>
-      this.log.warn({ err: describeError(err), rows: queued.length }, 'cannot give back queued webhook deliveries; they are delivered when their claims expire'),
-    );
+    for (const row of queued) this.handOff(row);
     await Promise.all([...this.#running]);
   }
 
@@ -207,7 +202,7 @@ export class Lane {
     this.#launch(row);
   }
 
-  /** Queues a row claimed on a place `reserve` gave; `claimedAt`: local clock before its claim was taken. */
+  /** Queues a first attempt on a place `reserve` gave; `claimedAt`: local clock before the place was taken. */
   enqueue(row: ClaimedDelivery, claimedAt: number): void {
     const url = String(row.urlId);
     let queue = this.#queues.get(url);
@@ -232,12 +227,11 @@ export class Lane {
     while (queue.length > 0 && !this.#stopped && this.#total < o.concurrency && (this.#inFlight.get(url) ?? 0) < o.perUrl) {
       const next = queue.shift() as Queued;
       this.#unpromise(url);
-      if (next.startBy < now) continue;
-      this.#start(next.row);
+      if (next.startBy < now) this.handOff(next.row);
+      else this.#start(next.row);
     }
     if (queue.length > 0) return;
     this.#queues.delete(url);
-    // Dropped rows wait for their leases; the claim query finds them then.
   }
 
   #start(row: ClaimedDelivery): void {
@@ -251,7 +245,11 @@ export class Lane {
   #launch(row: ClaimedDelivery): void {
     const url = String(row.urlId);
     const task = this.deliver(row)
-      .catch((err: unknown) => this.log.error({ err: describeError(err), delivery: String(row.id) }, 'webhook delivery failed unexpectedly'))
+      .catch((err: unknown) => {
+        this.log.error({ err: describeError(err), delivery: row.webhookId }, 'webhook delivery failed unexpectedly');
+        // A first attempt from the log has no row a lease would bring back: the outbox takes it.
+        if (row.direct !== null) this.handOff(row);
+      })
       .finally(() => {
         this.#running.delete(task);
         this.#release(url);

@@ -27,7 +27,13 @@ export interface NewDelivery {
 }
 
 export interface ClaimedDelivery {
+  /** 0 for a first attempt sent straight from the log (`direct`): it has no outbox row. */
   id: bigint;
+  /**
+   * The event's log position when this is a Version 1 first attempt sent straight from the log
+   * (first-attempts-ledger.ts); null for a row claimed from the outbox.
+   */
+  direct: bigint | null;
   apiKeyId: bigint;
   urlId: bigint;
   webhookId: string;
@@ -172,6 +178,7 @@ export async function claimDue(db: Kysely<Database>, o: ClaimOptions): Promise<C
   return result.rows
     .map((r) => ({
       id: BigInt(r.id),
+      direct: null,
       apiKeyId: BigInt(r.api_key_id),
       urlId: BigInt(r.url_id),
       webhookId: r.webhook_id,

@@ -5,7 +5,7 @@ import type { AttemptOutcome, Database } from '../db/schema.js';
 import type { Logger } from '../logger.js';
 import { type DispatcherStats, observeLatency } from './dispatcher-stats.js';
 import type { HttpOutcome } from './http-delivery.js';
-import type { ClaimedDelivery } from './outbox.js';
+import { type ClaimedDelivery, OUTBOX_CHANNEL } from './outbox.js';
 import { nextRetry, retryWindowMs } from './retry-policy.js';
 import { type AttemptRow, attemptRow, insertAttempts } from './attempt-rows.js';
 
@@ -18,6 +18,11 @@ import { type AttemptRow, attemptRow, insertAttempts } from './attempt-rows.js';
  * the holder of its claim, so a worker whose lease ran out cannot undo another's work: its
  * attempt is still recorded (delivered or failed: the request was made), but it neither expires
  * the delivery nor kills the URL — the row's new holder decides that.
+ *
+ * A first attempt sent straight from the log (`direct`) has no outbox row: delivered, it leaves
+ * only its attempt row; failed, it gets an outbox row on the retry lane (or, its URL dead, one
+ * for the reroute); one that was never sent (handed off) gets an outbox row due now. Once that
+ * commits, `onDirectDone` lets the fan-out's low-water mark move past it.
  */
 
 export interface AttemptResult {
@@ -40,6 +45,8 @@ const claimsOf = (rs: readonly AttemptResult[]): string[] => rs.map((r) => r.del
 
 export class OutcomeWriter {
   #queue: AttemptResult[] = [];
+  /** Direct first attempts that will not be sent by this process: they go to the outbox. */
+  #handoffs: ClaimedDelivery[] = [];
   /** Per URL: the last success time written, and whether a failure was written since. */
   readonly #successWritten = new Map<string, number>();
   readonly #failedSince = new Set<string>();
@@ -55,6 +62,8 @@ export class OutcomeWriter {
     private readonly log: Logger,
     /** Called after a commit with URLs found dead: their pending rows need rerouting. */
     private readonly onDeadUrls: (urlIds: readonly bigint[]) => void,
+    /** Called after a commit with the log positions of the direct first attempts it recorded. */
+    private readonly onDirectDone: (positions: readonly bigint[]) => void = () => {},
   ) {
     this.#successEveryMs = Math.min(1000, retryWindowMs(options.retryScheduleSeconds) / 20);
   }
@@ -65,9 +74,15 @@ export class OutcomeWriter {
     else this.#timer ??= setTimeout(() => this.#kick(), this.options.lingerMs);
   }
 
+  /** A direct first attempt this process will not send: written as an outbox row, due now. */
+  handOff(row: ClaimedDelivery): void {
+    this.#handoffs.push(row);
+    this.#timer ??= setTimeout(() => this.#kick(), this.options.lingerMs);
+  }
+
   /** Writes everything queued (retrying until the database takes it). */
   async drain(): Promise<void> {
-    while (this.#queue.length > 0 || this.#flushing !== null) {
+    while (this.#queue.length > 0 || this.#handoffs.length > 0 || this.#flushing !== null) {
       this.#kick();
       await this.#flushing;
     }
@@ -76,21 +91,25 @@ export class OutcomeWriter {
   #kick(): void {
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
-    if (this.#flushing !== null || this.#queue.length === 0) return;
+    if (this.#flushing !== null || (this.#queue.length === 0 && this.#handoffs.length === 0)) return;
     this.#flushing = this.#flushAll().finally(() => {
       this.#flushing = null;
-      if (this.#queue.length > 0) this.#kick();
+      if (this.#queue.length > 0 || this.#handoffs.length > 0) this.#kick();
     });
   }
 
   async #flushAll(): Promise<void> {
     let failures = 0;
-    while (this.#queue.length > 0) {
+    while (this.#queue.length > 0 || this.#handoffs.length > 0) {
       const batch = this.#queue.slice(0, this.options.maxBatch);
+      const handoffs = this.#handoffs.slice(0, this.options.maxBatch);
       try {
-        const dead = await this.write(batch);
+        const dead = await this.write(batch, handoffs);
         this.#queue.splice(0, batch.length);
+        this.#handoffs.splice(0, handoffs.length);
         failures = 0;
+        const done = [...batch.map((r) => r.delivery), ...handoffs].flatMap((d) => (d.direct !== null ? [d.direct] : []));
+        if (done.length > 0) this.onDirectDone(done);
         if (dead.length > 0) this.onDeadUrls(dead);
       } catch (err) {
         failures += 1;
@@ -100,8 +119,8 @@ export class OutcomeWriter {
     }
   }
 
-  /** One transaction for `batch`; returns the URLs found dead (to reroute). */
-  async write(batch: readonly AttemptResult[]): Promise<bigint[]> {
+  /** One transaction for `batch` (and direct first attempts handed off); returns the URLs found dead (to reroute). */
+  async write(batch: readonly AttemptResult[], handoffs: readonly ClaimedDelivery[] = []): Promise<bigint[]> {
     const schedule = this.options.retryScheduleSeconds;
     const failedUrls = [...new Set(batch.filter((r) => !r.http.ok).map((r) => String(r.delivery.urlId)))];
     const counts = { delivered: 0, deliveredEvents: 0, failed: 0, expired: 0, died: 0 };
@@ -109,8 +128,9 @@ export class OutcomeWriter {
       // The rows whose claim this worker still holds: delivered ones deleted at once (their
       // attempt is recorded below, held or not), the others locked until the commit.
       const held = new Set<string>();
-      const delivered = batch.filter((r) => r.http.ok);
-      const failed = batch.filter((r) => !r.http.ok);
+      const isHeld = (r: AttemptResult) => r.delivery.direct !== null || held.has(String(r.delivery.id));
+      const delivered = batch.filter((r) => r.http.ok && r.delivery.direct === null);
+      const failed = batch.filter((r) => !r.http.ok && r.delivery.direct === null);
       if (delivered.length > 0) {
         const gone = await sql<{ id: string }>`
           DELETE FROM webhook_deliveries AS w USING unnest(${ids(delivered)}::bigint[], ${claimsOf(delivered)}::text[]) AS x(id, claim)
@@ -127,7 +147,7 @@ export class OutcomeWriter {
       // Out of retries: the URL dies if it has not worked since this delivery first failed.
       const killed = new Set<string>();
       for (const r of batch) {
-        if (r.http.ok || !held.has(String(r.delivery.id)) || nextRetry(schedule, r.delivery.attempts + 1, null).kind !== 'exhausted') continue;
+        if (r.http.ok || !isHeld(r) || nextRetry(schedule, r.delivery.attempts + 1, null).kind !== 'exhausted') continue;
         const since = r.delivery.firstFailedAt ?? r.attemptedAt;
         const k = await sql<{ id: bigint }>`
           UPDATE callback_urls SET status = 'dead', dead_since = now(), updated_at = now()
@@ -142,6 +162,10 @@ export class OutcomeWriter {
       }
 
       const attempts: AttemptRow[] = [];
+      /** Outbox rows for direct first attempts: retries, rows for the reroute, hand-offs. */
+      const fresh: FreshRow[] = handoffs.map((d) => freshRow(d, { retry: false, attempts: 0, delayMs: 0, failedAt: null }));
+      /** Attempt rows of direct first attempts given an outbox row: its id is their delivery id. */
+      const pointing: { attempt: AttemptRow; key: string }[] = [];
       const removed: { id: string; claim: string }[] = [];
       const released: { id: string; claim: string }[] = [];
       const retries: { id: string; claim: string; attempts: number; delay_ms: number; failed_at: string }[] = [];
@@ -155,7 +179,7 @@ export class OutcomeWriter {
         const done = new Date(r.attemptedAt.getTime() + r.http.latencyMs);
         if (r.http.ok) urlHealth.set(String(d.urlId), { ok: true, at: done });
         else if (health === undefined || health.ok) urlHealth.set(String(d.urlId), { ok: false, at: r.attemptedAt });
-        if (!held.has(String(d.id))) {
+        if (!isHeld(r)) {
           // Claimed by another worker since (this one's lease ran out): the attempt is only recorded.
           outcome = r.http.ok ? 'delivered' : 'failed';
           if (r.http.ok) {
@@ -170,19 +194,27 @@ export class OutcomeWriter {
           outcome = 'failed';
           counts.failed += 1;
           const decision = nextRetry(schedule, attempt, r.http.retryAfterMs);
+          const failedAt = d.firstFailedAt ?? r.attemptedAt;
           if (status.get(String(d.urlId)) !== 'alive') {
             // Its URL is dead (now or already): the reroute moves it to the backup or drops it.
-            released.push({ id: String(d.id), claim: d.claim });
+            if (d.direct !== null) fresh.push(freshRow(d, { retry: false, attempts: attempt, delayMs: 0, failedAt }));
+            else released.push({ id: String(d.id), claim: d.claim });
           } else if (decision.kind === 'retry') {
-            retries.push({ id: String(d.id), claim: d.claim, attempts: attempt, delay_ms: decision.delayMs, failed_at: (d.firstFailedAt ?? r.attemptedAt).toISOString() });
+            if (d.direct !== null) fresh.push(freshRow(d, { retry: true, attempts: attempt, delayMs: decision.delayMs, failedAt }));
+            else retries.push({ id: String(d.id), claim: d.claim, attempts: attempt, delay_ms: decision.delayMs, failed_at: failedAt.toISOString() });
           } else {
             outcome = 'expired';
             counts.expired += 1;
-            removed.push({ id: String(d.id), claim: d.claim });
+            if (d.direct === null) removed.push({ id: String(d.id), claim: d.claim });
           }
         }
-        attempts.push(attemptRow(r, attempt, outcome));
+        const row = attemptRow(r, attempt, outcome);
+        attempts.push(row);
+        if (d.direct !== null && outcome === 'failed') pointing.push({ attempt: row, key: `${d.urlId}:${d.webhookId}` });
       }
+
+      const freshIds = await insertFreshRows(trx, fresh);
+      for (const p of pointing) p.attempt.delivery_id = freshIds.get(p.key) ?? '0';
 
       await insertAttempts(trx, attempts);
       if (removed.length > 0) {
@@ -232,4 +264,46 @@ export class OutcomeWriter {
     for (const r of batch) observeLatency(s.latencyMs, r.http.latencyMs);
     return written.dead;
   }
+}
+
+interface FreshRow {
+  api_key_id: string;
+  url_id: string;
+  webhook_id: string;
+  body: string;
+  position: string;
+  bytes: number;
+  retry: boolean;
+  attempts: number;
+  delay_ms: number;
+  failed_at: string | null;
+}
+
+function freshRow(d: ClaimedDelivery, o: { retry: boolean; attempts: number; delayMs: number; failedAt: Date | null }): FreshRow {
+  return {
+    api_key_id: String(d.apiKeyId),
+    url_id: String(d.urlId),
+    webhook_id: d.webhookId,
+    body: d.body,
+    position: String(d.direct ?? 0n),
+    bytes: Buffer.byteLength(d.body),
+    retry: o.retry,
+    attempts: o.attempts,
+    delay_ms: Math.round(o.delayMs),
+    failed_at: o.failedAt?.toISOString() ?? null,
+  };
+}
+
+/** Outbox rows for direct first attempts (rare: failures and hand-offs); returns their ids by `url:webhook-id`. */
+async function insertFreshRows(db: Kysely<Database>, rows: readonly FreshRow[]): Promise<Map<string, string>> {
+  if (rows.length === 0) return new Map();
+  const result = await sql<{ id: string; url_id: string; webhook_id: string }>`
+    INSERT INTO webhook_deliveries (api_key_id, url_id, webhook_id, events, positions, bytes, retry, attempts, due_at, first_failed_at)
+    SELECT x.api_key_id, x.url_id, x.webhook_id, ARRAY[x.body], ARRAY[x.position], x.bytes, x.retry, x.attempts,
+      now() + make_interval(secs => x.delay_ms / 1000.0), x.failed_at
+    FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(api_key_id bigint, url_id bigint, webhook_id text, body text, position bigint, bytes integer,
+      retry boolean, attempts integer, delay_ms integer, failed_at timestamptz)
+    RETURNING id::text AS id, url_id::text AS url_id, webhook_id`.execute(db);
+  if (rows.some((r) => !r.retry)) await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(db);
+  return new Map(result.rows.map((r) => [`${r.url_id}:${r.webhook_id}`, r.id]));
 }

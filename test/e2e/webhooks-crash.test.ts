@@ -1,8 +1,10 @@
+import { sql } from 'kysely';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { readCheckpoint } from '../../src/log/checkpoints.js';
 import { logHead } from '../../src/log/read.js';
 import { createCallbackUrl } from '../../src/webhooks/callback-url-store.js';
 import { WEBHOOKS_CHECKPOINT } from '../../src/webhooks/fan-out.js';
+import { FIRST_ATTEMPTS_CHECKPOINT } from '../../src/webhooks/first-attempts-ledger.js';
 import { BIG_MESSAGE_ID } from '../support/events.js';
 import { type TestEnv, createTestEnv, waitFor } from '../support/harness.js';
 import { type Proc, spawnCli, stopAll } from '../support/processes.js';
@@ -62,10 +64,21 @@ function events(): Record<string, unknown>[] {
   return out;
 }
 
-/** Outbox rows still claimed (by a dispatcher just killed: they are the ones it may repeat). */
+/**
+ * What a dispatcher just killed may repeat: its outbox rows still claimed, and its Version 1
+ * first attempts sent straight from the log without an outcome recorded (events above the
+ * low-water checkpoint, up to the fan-out's, with neither an attempt nor an outbox row).
+ */
 async function claimedRows(t: TestEnv): Promise<number> {
   const r = await t.db.kysely.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll<string>().as('n')).where('claim', 'is not', null).executeTakeFirstOrThrow();
-  return Number(r.n);
+  const low = await readCheckpoint(t.db.kysely, FIRST_ATTEMPTS_CHECKPOINT);
+  const high = await readCheckpoint(t.db.kysely, WEBHOOKS_CHECKPOINT);
+  const open = await sql<{ n: string }>`
+    SELECT count(*)::text AS n FROM events e
+    WHERE e.position > ${low} AND e.position <= ${high} AND e.type = 'sent'
+      AND NOT EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.webhook_id = 'msg_' || e.position)
+      AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook_id = 'msg_' || e.position)`.execute(t.db.kysely);
+  return Number(r.n) + Number(open.rows[0]?.n ?? 0);
 }
 
 /** CustomIDs that reached `path`, after deduping requests by webhook-id. */

@@ -11,8 +11,8 @@ import { hook } from './fixture.js';
  * - A Version 2 batch waits at most the grouping window after its first event entered the log:
  *   events read as they arrive wait for company, events read later (a backlog, a dispatcher
  *   that was down) wait only for what is left of their window, or not at all.
- * - Version 1 first attempts are inserted already claimed while the fan-out's process has free
- *   slots, and come back ready to send; the others are left for the claim query.
+ * - Version 1 first attempts that fit the fan-out process's free slots come back ready to send
+ *   straight from the log, with no outbox row; the others get outbox rows for the claim query.
  */
 
 const WINDOW_MS = 2000;
@@ -80,7 +80,7 @@ describe.each(DIALECTS)('Version 2 grouping window on %s', (dialect) => {
   });
 });
 
-describe.each(DIALECTS)('Version 1 first attempts claimed as they are enqueued, on %s', (dialect) => {
+describe.each(DIALECTS)('Version 1 first attempts sent straight from the log, on %s', (dialect) => {
   let db: Db;
   let cleanup: () => Promise<void>;
   let urlId: bigint;
@@ -91,15 +91,13 @@ describe.each(DIALECTS)('Version 1 first attempts claimed as they are enqueued, 
   });
   afterAll(async () => cleanup?.());
 
-  it('claims as many rows as the claimer has slots, returns them ready to send, and leaves the rest for the claim query', async () => {
+  it('hands as many first attempts as the claimer has slots over to be sent straight from the log, and leaves the rest to the outbox', async () => {
     const events = Array.from({ length: 5 }, (_, i) => ({ event: 'open', time: 1_433_334_000 + i, MessageID: String(7000 + i), email: `v${i}@example.com`, EventID: `v1-${i}` }));
     await append(db, '6', events);
     const { rows } = await sql<LogEventForWebhooks>`SELECT ${LOG_SELECT} FROM events e WHERE e.event_id LIKE 'v1-%' ORDER BY e.position`.execute(db.kysely);
     let slots = 2;
     const asked: bigint[] = [];
     const claimer = {
-      claim: 'fan-out-claim',
-      leaseMs: 30_000,
       reserve: (u: bigint) => {
         asked.push(u);
         return slots-- > 0;
@@ -109,23 +107,17 @@ describe.each(DIALECTS)('Version 1 first attempts claimed as they are enqueued, 
     expect(result.deliveries).toBe(5);
     expect(asked).toEqual(Array(5).fill(urlId));
     expect(result.claimed.map((c) => c.webhookId)).toEqual([`msg_${rows[0]?.position}`, `msg_${rows[1]?.position}`]);
+    expect(result.claimed.map((c) => c.direct)).toEqual([BigInt(rows[0]?.position ?? -1), BigInt(rows[1]?.position ?? -1)]);
     const first = result.claimed[0];
-    expect(first?.claim).toBe('fan-out-claim');
+    expect(first?.id).toBe(0n);
     expect(first?.attempts).toBe(0);
     expect(first?.target).toMatchObject({ url: 'http://127.0.0.1:9/v1', version: 1, status: 'alive', isBackup: false, eventType: 'open' });
     expect(JSON.parse(first?.body ?? '')).toMatchObject({ event: 'open', email: 'v0@example.com' });
     expect(first?.target.secret.length).toBeGreaterThan(10);
 
-    const stored = await sql<{ webhook_id: string; claim: string | null; lease_s: number | null }>`
-      SELECT webhook_id, claim, extract(epoch FROM claimed_until - now())::float8 AS lease_s FROM webhook_deliveries WHERE url_id = ${urlId} ORDER BY id`.execute(db.kysely);
-    expect(stored.rows.map((r) => r.claim)).toEqual(['fan-out-claim', 'fan-out-claim', null, null, null]);
-    for (const r of stored.rows.slice(0, 2)) {
-      expect(Number(r.lease_s)).toBeGreaterThan(25);
-      expect(Number(r.lease_s)).toBeLessThanOrEqual(30.05);
-    }
-    expect(stored.rows.slice(2).every((r) => r.lease_s === null)).toBe(true);
-    // The ids handed over are the rows' own.
-    const ids = await sql<{ id: string }>`SELECT id::text AS id FROM webhook_deliveries WHERE claim = 'fan-out-claim' ORDER BY id`.execute(db.kysely);
-    expect(result.claimed.map((c) => String(c.id))).toEqual(ids.rows.map((r) => r.id));
+    // Only the three left over are in the outbox, unclaimed.
+    const stored = await sql<{ webhook_id: string; claim: string | null }>`SELECT webhook_id, claim FROM webhook_deliveries WHERE url_id = ${urlId} ORDER BY id`.execute(db.kysely);
+    expect(stored.rows.map((r) => r.webhook_id)).toEqual(rows.slice(2).map((r) => `msg_${r.position}`));
+    expect(stored.rows.every((r) => r.claim === null)).toBe(true);
   });
 });

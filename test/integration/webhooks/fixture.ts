@@ -4,6 +4,7 @@ import { logHead } from '../../../src/log/read.js';
 import { createCallbackUrl } from '../../../src/webhooks/callback-url-store.js';
 import { Dispatcher, type DispatcherOptions } from '../../../src/webhooks/dispatcher.js';
 import { WEBHOOKS_CHECKPOINT } from '../../../src/webhooks/fan-out.js';
+import { FIRST_ATTEMPTS_CHECKPOINT } from '../../../src/webhooks/first-attempts-ledger.js';
 import { quietLogger, waitFor } from '../../support/harness.js';
 
 /** Dispatcher settings for tests: the loopback receiver allowed, everything fast and small. */
@@ -43,9 +44,10 @@ export async function hook(
 export async function outboxEmpty(db: Db, timeoutMs = 30_000): Promise<void> {
   const head = await logHead(db.kysely);
   await waitFor(
-    'the webhooks checkpoint at the log head and an empty outbox',
+    'the webhooks checkpoints at the log head (every first attempt recorded) and an empty outbox',
     async () => {
       if ((await readCheckpoint(db.kysely, WEBHOOKS_CHECKPOINT)) < head) return false;
+      if ((await readCheckpoint(db.kysely, FIRST_ATTEMPTS_CHECKPOINT)) < head) return false;
       const r = await db.kysely.selectFrom('webhook_deliveries').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
       return Number(r.n) === 0;
     },
