@@ -5,13 +5,19 @@ import { DIALECTS, openMigratedDb } from '../../support/databases.js';
 import { append } from '../../support/projections.js';
 import { WebhookReceiver } from '../../support/webhook-receiver.js';
 import { hook, outboxEmpty, startDispatcher } from './fixture.js';
+import { sql } from 'kysely';
+import { readCheckpoint } from '../../../src/log/checkpoints.js';
+import { WEBHOOKS_CHECKPOINT } from '../../../src/webhooks/fan-out.js';
+import { FIRST_ATTEMPTS_CHECKPOINT } from '../../../src/webhooks/first-attempts-ledger.js';
+import { waitFor } from '../../support/harness.js';
 
 /**
  * Version 1 first attempts beyond the free slots: the fan-out hands over what fits its slots and
  * queues, leaves the rest unclaimed, and they go out as slots free up, each once. Polling is set
  * to a minute, so only the lane's own wake-ups (a URL's request finishing, a full lane emptying)
  * can bring the waiting rows out within the test's time. Rows queued longer than they may wait
- * are left to their claims' end and then claimed like any other.
+ * are handed to the outbox and claimed like any other. After a crash, the next fan-out holder
+ * sends again the first attempts sent straight from the log whose outcome was never recorded.
  */
 
 const CASES = [
@@ -67,7 +73,56 @@ describe.each(DIALECTS)('first attempts queued longer than they may wait on %s',
   // One request at a time, 150 ms each: a row queued behind three others outlives its 400 ms.
   const ctx = withDispatcher(dialect, 150, { concurrency: 4, urlConcurrency: 1, timeoutMs: 400, pollMs: 50 });
 
-  it('delivers every event once, the late ones after their claims ran out', async () => {
+  it('delivers every event once, the late ones through the outbox', async () => {
     await deliversEachOnce(ctx, 12, 'q', 9100);
+    // Every attempt has a delivery id of its own, whether it had an outbox row or not.
+    const attempts = await ctx.db.kysely.selectFrom('webhook_attempts').select(['delivery_id', 'webhook_id']).execute();
+    expect(attempts).toHaveLength(12);
+    expect(attempts.every((a) => a.delivery_id > 0n)).toBe(true);
+    expect(new Set(attempts.map((a) => a.delivery_id)).size).toBe(12);
+  });
+});
+
+describe.each(DIALECTS)('first attempts left without an outcome by a crash, on %s', (dialect) => {
+  let db: Db;
+  let cleanup: (() => Promise<void>) | undefined;
+  let receiver: WebhookReceiver;
+  let dispatcher: Dispatcher | undefined;
+  beforeAll(async () => {
+    ({ db, cleanup } = await openMigratedDb(dialect));
+    receiver = await WebhookReceiver.start(() => ({ status: 200 }));
+  });
+  afterAll(async () => {
+    await dispatcher?.stop();
+    await receiver?.close();
+    await cleanup?.();
+  });
+
+  it('are sent again by the next fan-out holder; those with an attempt or an outbox row, and Version 2 batches, are not', async () => {
+    const v1 = await hook(db, '1', { EventType: 'open', Url: receiver.url('/v1/open') });
+    await hook(db, '1', { EventType: 'click', Url: receiver.url('/v2/click'), Version: 2 });
+    const opens = Array.from({ length: 6 }, (_, i) => ({ event: 'open', time: 1_433_334_000 + i, MessageID: String(9200 + i), email: `r${i}@example.com`, EventID: `r-${i}` }));
+    const clicks = [{ event: 'click', time: 1_433_334_100, MessageID: '9300', email: 'c@example.com', url: 'https://example.com/', EventID: 'r-click' }];
+    await append(db, '1', [...opens, ...clicks]);
+    const { rows } = await sql<{ position: string; type: string }>`SELECT position::text AS position, type FROM events ORDER BY position`.execute(db.kysely);
+    const openIds = rows.filter((r) => r.type === 'open').map((r) => `msg_${r.position}`);
+    const head = BigInt(rows.at(-1)?.position ?? 0);
+    // As a crashed holder leaves it: the fan-out checkpoint at the head, the low-water mark at
+    // 0; the first open delivered (an attempt row), the second failed (an outbox row, due
+    // later); the click's Version 2 batch enqueued; the other four opens sent with no outcome.
+    await sql`INSERT INTO checkpoints (name, position) VALUES (${WEBHOOKS_CHECKPOINT}, ${head}), (${FIRST_ATTEMPTS_CHECKPOINT}, 0)
+      ON CONFLICT (name) DO UPDATE SET position = excluded.position`.execute(db.kysely);
+    await sql`INSERT INTO webhook_attempts (attempted_at, api_key_id, url_id, delivery_id, webhook_id, attempt, event_count, outcome, status_code, latency_ms)
+      VALUES (now(), 1, ${v1.id}, 1, ${openIds[0]}, 1, 1, 'delivered', 200, 3)`.execute(db.kysely);
+    await sql`INSERT INTO webhook_deliveries (api_key_id, url_id, webhook_id, events, positions, bytes, retry, attempts, due_at)
+      VALUES (1, ${v1.id}, ${openIds[1]}, ARRAY['{}'], ARRAY[1]::bigint[], 2, true, 1, now() + interval '1 hour')`.execute(db.kysely);
+
+    dispatcher = await startDispatcher(db);
+    await receiver.waitForIds(4, '/v1/', 20_000);
+    await waitFor('the low-water checkpoint at the head', async () => (await readCheckpoint(db.kysely, FIRST_ATTEMPTS_CHECKPOINT)) === head, 20_000);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(receiver.at('/v1/').map((r) => r.webhookId).sort()).toEqual(openIds.slice(2).sort());
+    expect(receiver.at('/v2/')).toHaveLength(0);
+    expect(dispatcher.stats.fanOut.recovered).toBe(4);
   });
 });
