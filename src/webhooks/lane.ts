@@ -30,7 +30,7 @@ export interface LaneOptions {
   readonly queueMs: number;
 }
 
-/** Rows claimed ahead a URL (or the lane) may hold per slot of its own. */
+/** First attempts from the fan-out a URL (or the lane) may hold queued per slot of its own. */
 const QUEUE_PER_SLOT = 16;
 
 interface Queued {
@@ -55,7 +55,7 @@ export class Lane {
    */
   readonly #behind = new Map<string, number>();
   #mark = 0;
-  /** Rows claimed ahead, per URL, oldest first; and how many are queued or promised over all URLs and per URL. */
+  /** First attempts from the fan-out queued per URL, oldest first; and how many are queued or promised over all URLs and per URL. */
   readonly #queues = new Map<string, Queued[]>();
   readonly #promised = new Map<string, number>();
   #queuedTotal = 0;

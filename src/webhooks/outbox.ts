@@ -22,8 +22,6 @@ export interface NewDelivery {
   bytes: number;
   /** Due this long after the transaction's start (a Version 2 batch waits for its window). */
   delayMs: number;
-  /** Inserted already claimed by this worker, for this long (a first attempt it starts itself once committed). */
-  claim?: { id: string; leaseMs: number };
 }
 
 export interface ClaimedDelivery {
@@ -80,14 +78,13 @@ export async function insertDeliveries(db: Kysely<Database>, rows: readonly NewD
   // Every column as one text, split in Postgres (no array literal to escape or parse).
   const list = (f: (r: NewDelivery) => string | number) => rows.map(f).join(',');
   const result = await sql<{ id: bigint; webhook_id: string }>`
-    INSERT INTO webhook_deliveries (api_key_id, url_id, webhook_id, events, positions, bytes, due_at, claim, claimed_until)
+    INSERT INTO webhook_deliveries (api_key_id, url_id, webhook_id, events, positions, bytes, due_at)
     SELECT r.api_key_id, r.url_id, r.webhook_id, string_to_array(r.events, chr(30)), string_to_array(r.positions, ' ')::bigint[], r.bytes,
-      now() + make_interval(secs => r.delay_ms / 1000.0), r.claim, CASE WHEN r.claim IS NOT NULL THEN now() + make_interval(secs => r.lease_ms / 1000.0) END
+      now() + make_interval(secs => r.delay_ms / 1000.0)
     FROM unnest(string_to_array(${list((r) => String(r.apiKeyId))}::text, ',')::bigint[], string_to_array(${list((r) => String(r.urlId))}::text, ',')::bigint[],
       string_to_array(${list((r) => r.webhookId)}::text, ','), string_to_array(${events}::text, chr(31)), string_to_array(${list((r) => r.positions.join(' '))}::text, ','),
-      string_to_array(${list((r) => r.bytes)}::text, ',')::int[], string_to_array(${list((r) => Math.round(r.delayMs))}::text, ',')::int[],
-      string_to_array(${list((r) => r.claim?.id ?? '')}::text, ',', ''), string_to_array(${list((r) => r.claim?.leaseMs ?? '')}::text, ',', '')::int[])
-      AS r(api_key_id, url_id, webhook_id, events, positions, bytes, delay_ms, claim, lease_ms)
+      string_to_array(${list((r) => r.bytes)}::text, ',')::int[], string_to_array(${list((r) => Math.round(r.delayMs))}::text, ',')::int[])
+      AS r(api_key_id, url_id, webhook_id, events, positions, bytes, delay_ms)
     RETURNING id, webhook_id`.execute(db);
   return new Map(result.rows.map((r) => [r.webhook_id, BigInt(r.id)]));
 }
