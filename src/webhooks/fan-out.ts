@@ -253,16 +253,15 @@ export class FanOut {
   async #recover(high: bigint): Promise<void> {
     let after = await readCheckpoint(this.db.kysely, FIRST_ATTEMPTS_CHECKPOINT);
     const from = after;
+    if (after >= high) return;
+    const handled = await handledFirstAttempts(this.db, after, high);
     let recovered = 0;
     while (after < high) {
       const rows = (await this.#read(after)).filter((r) => BigInt(r.position) <= high);
       const last = rows.at(-1);
       if (last === undefined) break;
       after = BigInt(last.position);
-      const candidates = rows.filter((r) => r.payload !== null && isWebhookType(r.type) && !this.ledger.has(BigInt(r.position)));
-      if (candidates.length === 0) continue;
-      const handled = await handledFirstAttempts(this.db, candidates);
-      const todo = candidates.filter((r) => !handled.has(`msg_${r.position}`));
+      const todo = rows.filter((r) => r.payload !== null && isWebhookType(r.type) && !this.ledger.has(BigInt(r.position)) && !handled.has(BigInt(r.position)));
       if (todo.length === 0) continue;
       const reservations = this.firstAttempts !== null ? new Reservations(this.firstAttempts) : null;
       let result: EnqueueResult;
@@ -331,17 +330,21 @@ export class FanOut {
 const directPositions = (rows: readonly ClaimedDelivery[]): bigint[] => rows.flatMap((r) => (r.direct !== null ? [r.direct] : []));
 
 /**
- * Of these events, those whose Version 1 delivery (`msg_<position>`) has an outbox row or an
- * attempt recorded. Attempts are looked for from five minutes before the oldest event entered
- * the log (the block range index on attempt times keeps that to recent rows).
+ * The positions in (`low`, `high`] whose Version 1 delivery (`msg_<position>`) has an outbox
+ * row or an attempt recorded: one pass over the outbox and one over the attempts made since
+ * five minutes before the first of those events entered the log (the block range index on
+ * attempt times keeps that to recent rows), whatever the range's size.
  */
-async function handledFirstAttempts(db: Db, events: readonly LogEventForWebhooks[]): Promise<Set<string>> {
-  const ids = events.map((e) => `msg_${e.position}`);
-  const oldestAgeMs = Math.max(...events.map((e) => e.age_ms));
-  const since = new Date(Date.now() - oldestAgeMs - 5 * 60_000);
-  const { rows } = await sql<{ webhook_id: string }>`
-    SELECT webhook_id FROM webhook_deliveries WHERE webhook_id = ANY(${ids}::text[])
-    UNION
-    SELECT webhook_id FROM webhook_attempts WHERE attempted_at >= ${since} AND webhook_id = ANY(${ids}::text[])`.execute(db.kysely);
-  return new Set(rows.map((r) => r.webhook_id));
+async function handledFirstAttempts(db: Db, low: bigint, high: bigint): Promise<Set<bigint>> {
+  const { rows } = await sql<{ position: string }>`
+    WITH since AS (
+      SELECT coalesce((SELECT recorded_at FROM events WHERE position > ${low} ORDER BY position LIMIT 1), now()) - interval '5 minutes' AS at
+    ),
+    handled AS (
+      SELECT substr(webhook_id, 5)::bigint AS position FROM webhook_deliveries WHERE left(webhook_id, 4) = 'msg_'
+      UNION
+      SELECT substr(webhook_id, 5)::bigint FROM webhook_attempts, since WHERE attempted_at >= since.at AND left(webhook_id, 4) = 'msg_'
+    )
+    SELECT position::text AS position FROM handled WHERE position > ${low} AND position <= ${high}`.execute(db.kysely);
+  return new Set(rows.map((r) => BigInt(r.position)));
 }
