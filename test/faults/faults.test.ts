@@ -9,6 +9,8 @@ import { migrateToLatest } from '../../src/db/migrate.js';
 import { WEBHOOK_EVENT_TYPES } from '../../src/events/schema.js';
 import { type CreatedApiKey, createApiKey } from '../../src/keys/key-store.js';
 import { replay } from '../../src/projector/replay.js';
+import { WEBHOOKS_CHECKPOINT } from '../../src/webhooks/fan-out.js';
+import { FIRST_ATTEMPTS_CHECKPOINT } from '../../src/webhooks/first-attempts-ledger.js';
 import { basicAuth } from '../support/api.js';
 import { ApiProbe, type ProbeTarget, fiveHundredsOutside } from '../support/api-probe.js';
 import { faultStream } from '../support/fault-events.js';
@@ -42,6 +44,8 @@ const PUBLISH_SECONDS = Number(process.env['FAULTS_PUBLISH_SECONDS'] ?? Math.min
 const RSS_LIMIT = Number(process.env['FAULTS_RSS_LIMIT_MB'] ?? 1024) * 1024 * 1024;
 /** After Postgres is back, how long its clients may take to notice (the windows' tail). */
 const GRACE_MS = 2000;
+/** Every reader of the log whose checkpoint must reach the head once all is caught up. */
+const READERS = [...PROJECTIONS.map((p) => p.name), WEBHOOKS_CHECKPOINT, FIRST_ATTEMPTS_CHECKPOINT];
 const CATCH_UP_MS = Math.max(180_000, EVENTS * 3);
 const LOG_DIR = process.env['FAULTS_LOG_DIR'] ?? join(tmpdir(), `mailtally-faults-${process.pid}`);
 
@@ -157,8 +161,7 @@ describe('the assembled service under faults', () => {
       const res = await fetch(`${apiUrl}/status`).catch(() => null);
       if (res?.status !== 200) return false;
       const s = (await res.json()) as { log: { head: number }; checkpoints: Record<string, { position: number }> };
-      const names = Object.keys(s.checkpoints);
-      return names.length === PROJECTIONS.length + 1 && names.every((n) => s.checkpoints[n]?.position === s.log.head);
+      return READERS.every((n) => s.checkpoints[n]?.position === s.log.head);
     }, CATCH_UP_MS, 500);
     await waitFor('an empty webhook outbox', async () => (await count(db, 'webhook_deliveries')) === 0, CATCH_UP_MS, 500);
     say(`caught up ${((Date.now() - caughtUpFrom) / 1000).toFixed(1)} s after publishing ended`);
