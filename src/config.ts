@@ -93,6 +93,7 @@ const envSchema = z.object({
   WEBHOOK_TIMEOUT_MS: int(100, 120_000).default(15_000),
   WEBHOOK_CONCURRENCY: int(1, 10_000).default(1024),
   WEBHOOK_URL_CONCURRENCY: int(1, 1000).default(16),
+  WEBHOOK_ADAPTIVE_CONCURRENCY: bool.default(true),
   WEBHOOK_RETRY_CONCURRENCY: int(1, 10_000).default(256),
   WEBHOOK_BATCH_WINDOW_MS: int(0, 60_000).default(1000),
   WEBHOOK_BATCH_MAX_EVENTS: int(1, 10_000).default(100),
@@ -134,6 +135,7 @@ export interface Config {
     /** First attempts in flight per process, and per URL; retries in flight per process. */
     readonly concurrency: number;
     readonly urlConcurrency: number;
+    readonly adaptiveConcurrency: boolean;
     readonly retryConcurrency: number;
     /** Version 2 grouping: how long a batch gathers events, and its limits. */
     readonly batchWindowMs: number;
@@ -213,6 +215,7 @@ export function loadConfig(env: Env = process.env): Config {
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
       concurrency: e.WEBHOOK_CONCURRENCY,
       urlConcurrency: e.WEBHOOK_URL_CONCURRENCY,
+      adaptiveConcurrency: e.WEBHOOK_ADAPTIVE_CONCURRENCY,
       retryConcurrency: e.WEBHOOK_RETRY_CONCURRENCY,
       batchWindowMs: e.WEBHOOK_BATCH_WINDOW_MS,
       batchMaxEvents: e.WEBHOOK_BATCH_MAX_EVENTS,

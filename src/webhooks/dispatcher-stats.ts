@@ -22,6 +22,8 @@ export interface DispatcherStats {
   /** URLs this process marked dead. */
   urlsDied: number;
   inFlight: { first: number; retry: number };
+  /** URLs held below their concurrency cap now, after throttle answers or timeouts (url-limits.ts), per lane. */
+  throttledUrls: { first: number; retry: number };
   latencyMs: LatencyHistogram;
 }
 
@@ -47,6 +49,7 @@ export function emptyStats(fanOut: FanOutStats): DispatcherStats {
     rerouted: 0,
     urlsDied: 0,
     inFlight: { first: 0, retry: 0 },
+    throttledUrls: { first: 0, retry: 0 },
     latencyMs: { bucketsMs: LATENCY_BUCKETS_MS, counts: new Array<number>(LATENCY_BUCKETS_MS.length + 1).fill(0), sum: 0, count: 0 },
   };
 }

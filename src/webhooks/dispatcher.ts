@@ -6,7 +6,7 @@ import { Wakeup } from '../log/wakeup.js';
 import type { Logger } from '../logger.js';
 import { type DispatcherStats, emptyStats } from './dispatcher-stats.js';
 import { FanOut } from './fan-out.js';
-import { HttpDelivery } from './http-delivery.js';
+import { HttpDelivery, type HttpOutcome } from './http-delivery.js';
 import { Lane } from './lane.js';
 import { type ClaimedDelivery, OUTBOX_CHANNEL, releaseClaims } from './outbox.js';
 import { OutcomeWriter } from './outcome-writer.js';
@@ -31,6 +31,8 @@ export interface DispatcherOptions {
   /** First attempts in flight at most, and per URL. */
   readonly concurrency: number;
   readonly urlConcurrency: number;
+  /** Each URL's cap follows its latency and throttle answers, between 1 and the cap (url-limits.ts). */
+  readonly adaptiveConcurrency: boolean;
   /** Retries in flight at most (per URL: a quarter of urlConcurrency, at least 1). */
   readonly retryConcurrency: number;
   readonly batchWindowMs: number;
@@ -71,7 +73,7 @@ export class Dispatcher {
     this.#http = new HttpDelivery({ allowList: parseAllowList(options.allowList), deadlineMs: options.timeoutMs, connectionsPerUrl: options.urlConcurrency + retryPerUrl });
     // A claim outlives its request (bounded by the deadline) and the write of its outcome.
     const leaseMs = 2 * options.timeoutMs + 1000;
-    const laneOptions = { pollMs: options.pollMs, leaseMs, queueMs: options.timeoutMs };
+    const laneOptions = { pollMs: options.pollMs, leaseMs, queueMs: options.timeoutMs, adaptive: options.adaptiveConcurrency };
     this.#first = new Lane(
       db,
       { ...laneOptions, retry: false, concurrency: options.concurrency, perUrl: options.urlConcurrency },
@@ -111,7 +113,7 @@ export class Dispatcher {
     this.#outbox = new Wakeup(db, OUTBOX_CHANNEL, log);
   }
 
-  /** Cumulative counts (delivered, failed attempts, expired, dropped…), what is in flight, latency. */
+  /** Cumulative counts (delivered, failed attempts, expired, dropped…), what is in flight, URLs throttled, latency. */
   get stats(): DispatcherStats {
     this.#syncInFlight();
     return this.#stats;
@@ -168,24 +170,28 @@ export class Dispatcher {
   #syncInFlight(): void {
     this.#stats.inFlight.first = this.#first.inFlight;
     this.#stats.inFlight.retry = this.#retry.inFlight;
+    this.#stats.throttledUrls.first = this.#first.throttledUrls;
+    this.#stats.throttledUrls.retry = this.#retry.throttledUrls;
   }
 
-  async #deliver(row: ClaimedDelivery): Promise<void> {
+  /** Sends one claimed delivery and queues its outcome for the writer; null when it was not sent (rerouted or split). */
+  async #deliver(row: ClaimedDelivery): Promise<HttpOutcome | null> {
     if (row.target.status !== 'alive') {
       await releaseClaims(this.db.kysely, [row]);
       this.#reroute(row.urlId);
-      return;
+      return null;
     }
     if (row.target.version === 1 && row.eventCount > 1) {
       await splitForVersion1(this.db.kysely, row);
       this.#first.signal();
-      return;
+      return null;
     }
     const body = row.target.version === 2 ? `[${row.body}]` : row.body;
     const headers = signatureHeaders(this.#key(row.target.secret), row.webhookId, body);
     const attemptedAt = new Date();
     const http = await this.#http.post(row.target.url, { ...headers }, body);
     this.#writer.push({ delivery: row, http, attemptedAt });
+    return http;
   }
 
   /** A secret's key bytes, decoded once. */

@@ -5,10 +5,13 @@ import { describeError } from '../db/errors.js';
 import type { Logger } from '../logger.js';
 import { type ClaimedDelivery, claimDue } from './outbox.js';
 import { Wakeup } from '../log/wakeup.js';
+import type { HttpOutcome } from './http-delivery.js';
+import { UrlLimits } from './url-limits.js';
 
 /**
  * One lane of delivery work — first attempts or retries — with its own concurrency: at most
- * `concurrency` requests in flight and at most `perUrl` for any one URL. A lane claims only
+ * `concurrency` requests in flight and, for any one URL, at most its limit: `perUrl`, or less
+ * while the URL's answers show requests queueing (url-limits.ts). A lane claims only
  * what it can start at once (each URL's free slots), URL by URL in round-robin order, so a URL
  * that hangs holds its own few slots and nothing else: other URLs keep their pace.
  *
@@ -23,6 +26,8 @@ export interface LaneOptions {
   readonly retry: boolean;
   readonly concurrency: number;
   readonly perUrl: number;
+  /** Each URL's limit adapts below `perUrl` to its latency and throttle answers. */
+  readonly adaptive: boolean;
   readonly pollMs: number;
   /** How long a claim holds a row (the HTTP deadline plus margin). */
   readonly leaseMs: number;
@@ -59,16 +64,26 @@ export class Lane {
   readonly #queues = new Map<string, Queued[]>();
   readonly #promised = new Map<string, number>();
   #queuedTotal = 0;
+  readonly #limits: UrlLimits;
 
   constructor(
     private readonly db: Db,
     private readonly options: LaneOptions,
-    private readonly deliver: (row: ClaimedDelivery) => Promise<void>,
+    /** Sends a row; its outcome (null: not sent) moves the URL's limit. */
+    private readonly deliver: (row: ClaimedDelivery) => Promise<HttpOutcome | null>,
     private readonly log: Logger,
     /** A first attempt from the fan-out that will not be sent here: it goes to the outbox. */
     private readonly handOff: (row: ClaimedDelivery) => void = () => {},
   ) {
     this.#wakeup = new Wakeup(db, null, log);
+    this.#limits = new UrlLimits(options.perUrl, options.adaptive);
+  }
+
+  /** How many URLs are held below `perUrl` now. */
+  get throttledUrls(): number {
+    let n = 0;
+    for (const _ of this.#limits.lowered()) n += 1;
+    return n;
   }
 
   get inFlight(): number {
@@ -111,8 +126,8 @@ export class Lane {
         await this.#wakeup.wait(5);
         continue;
       }
-      const room = new Map<string, number>();
-      for (const [url, n] of this.#inFlight) room.set(url, Math.max(0, o.perUrl - n));
+      const room = new Map<string, number>(this.#limits.lowered());
+      for (const [url, n] of this.#inFlight) room.set(url, Math.max(0, this.#limits.of(url) - n));
       // A URL with rows queued here fills its free slots from its queue.
       for (const url of this.#queues.keys()) room.set(url, 0);
       const after = this.#cursor;
@@ -171,7 +186,7 @@ export class Lane {
     const n = this.#inFlight.get(url) ?? 0;
     const o = this.options;
     if (this.#stopped) return 'lane full';
-    if (this.#total < o.concurrency && n < o.perUrl && !this.#queues.has(url)) {
+    if (this.#total < o.concurrency && n < this.#limits.of(url) && !this.#queues.has(url)) {
       this.#inFlight.set(url, n + 1);
       this.#total += 1;
       return 'reserved';
@@ -224,7 +239,8 @@ export class Lane {
     if (queue === undefined) return;
     const o = this.options;
     const now = Date.now();
-    while (queue.length > 0 && !this.#stopped && this.#total < o.concurrency && (this.#inFlight.get(url) ?? 0) < o.perUrl) {
+    const limit = this.#limits.of(url);
+    while (queue.length > 0 && !this.#stopped && this.#total < o.concurrency && (this.#inFlight.get(url) ?? 0) < limit) {
       const next = queue.shift() as Queued;
       this.#unpromise(url);
       if (next.startBy < now) this.handOff(next.row);
@@ -245,6 +261,9 @@ export class Lane {
   #launch(row: ClaimedDelivery): void {
     const url = String(row.urlId);
     const task = this.deliver(row)
+      .then((outcome) => {
+        if (outcome !== null) this.#limits.observe(url, outcome, this.#inFlight.get(url) ?? 1, this.#queues.has(url));
+      })
       .catch((err: unknown) => {
         this.log.error({ err: describeError(err), delivery: row.webhookId }, 'webhook delivery failed unexpectedly');
         // A first attempt from the log has no row a lease would bring back: the outbox takes it.
@@ -271,6 +290,6 @@ export class Lane {
     }
     // Claim again only if a cap was what held rows back (this URL's, or the lane's);
     // otherwise new work comes with its own signal.
-    if (before >= this.options.perUrl || this.#full || this.#behind.has(url)) this.#wakeup.signal();
+    if (before >= this.#limits.of(url) || this.#full || this.#behind.has(url)) this.#wakeup.signal();
   }
 }

@@ -112,7 +112,36 @@ describe('faulty receivers', () => {
   });
 });
 
+/** The most requests of `reqs` in flight at once, each taken as answered `answerMs` after it arrived, counting those arriving from `from` on. */
+function mostInFlight(reqs: readonly Received[], answerMs: number, from: number): number {
+  const times = reqs.map((x) => x.at).sort((a, b) => a - b);
+  let most = 0;
+  for (const t of times) if (t >= from) most = Math.max(most, times.filter((u) => u > t - answerMs && u <= t).length);
+  return most;
+}
+
 describe('isolation', () => {
+  it.each([true, false])('a throttling endpoint (503) is sent fewer requests at a time, a steady one keeps its cap (adaptive: %s)', async (adaptive) => {
+    const ANSWER_MS = 150;
+    const { r } = await receiver((req) => ({ status: req.path.startsWith('/busy') ? 503 : 200, delayMs: ANSWER_MS }));
+    await hook(db, adaptive ? '31' : '33', { EventType: 'open', Url: r.url(`/busy-${adaptive}`) });
+    await hook(db, adaptive ? '32' : '34', { EventType: 'open', Url: r.url(`/steady-${adaptive}`) });
+    dispatcher = await startDispatcher(db, { urlConcurrency: 8, concurrency: 64, retryScheduleSeconds: [60], adaptiveConcurrency: adaptive });
+    await append(db, adaptive ? '31' : '33', opens(`busy-${adaptive}`, 120));
+    await append(db, adaptive ? '32' : '34', opens(`steady-${adaptive}`, 120));
+    await r.waitForIds(120, `/steady-${adaptive}`);
+    const busy = r.at(`/busy-${adaptive}`);
+    const steady = r.at(`/steady-${adaptive}`);
+    const start = Math.min(...busy.map((x) => x.at), ...steady.map((x) => x.at));
+    // From four rounds on: the busy URL halved 8 → 4 → 2 → 1 (or kept 8, not adaptive).
+    const settled = start + 4 * ANSWER_MS;
+    expect(mostInFlight(steady, ANSWER_MS, settled)).toBeGreaterThanOrEqual(7);
+    if (adaptive) expect(mostInFlight(busy, ANSWER_MS, settled)).toBeLessThanOrEqual(2);
+    else expect(mostInFlight(busy, ANSWER_MS, settled)).toBeGreaterThanOrEqual(7);
+    // /status counts the URLs held below their cap.
+    expect(dispatcher.stats.throttledUrls.first).toBe(adaptive ? 1 : 0);
+  });
+
   it('a hanging endpoint with 10× the traffic leaves a healthy endpoint`s latency alone', async () => {
     const DEADLINE = 3000;
     const CEILING = 1000; // below one deadline: head-of-line blocking behind the hang would exceed it

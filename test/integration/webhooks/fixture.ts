@@ -14,6 +14,7 @@ export const FAST: DispatcherOptions = {
   timeoutMs: 2000,
   concurrency: 64,
   urlConcurrency: 8,
+  adaptiveConcurrency: true,
   retryConcurrency: 16,
   batchWindowMs: 200,
   batchMaxEvents: 100,
