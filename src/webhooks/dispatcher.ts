@@ -31,7 +31,7 @@ export interface DispatcherOptions {
   /** First attempts in flight at most, and per URL. */
   readonly concurrency: number;
   readonly urlConcurrency: number;
-  /** Each URL's cap follows its latency and throttle answers, between 1 and the cap (url-limits.ts). */
+  /** A URL that throttles (429, 502, 503, 504) or times out is held below urlConcurrency a while (url-limits.ts). */
   readonly adaptiveConcurrency: boolean;
   /** Retries in flight at most (per URL: a quarter of urlConcurrency, at least 1). */
   readonly retryConcurrency: number;

@@ -11,7 +11,7 @@ import { UrlLimits } from './url-limits.js';
 /**
  * One lane of delivery work — first attempts or retries — with its own concurrency: at most
  * `concurrency` requests in flight and, for any one URL, at most its limit: `perUrl`, or less
- * while the URL's answers show requests queueing (url-limits.ts). A lane claims only
+ * after the URL throttled or timed out (url-limits.ts). A lane claims only
  * what it can start at once (each URL's free slots), URL by URL in round-robin order, so a URL
  * that hangs holds its own few slots and nothing else: other URLs keep their pace.
  *
@@ -26,7 +26,7 @@ export interface LaneOptions {
   readonly retry: boolean;
   readonly concurrency: number;
   readonly perUrl: number;
-  /** Each URL's limit adapts below `perUrl` to its latency and throttle answers. */
+  /** A URL that throttles or times out is held below `perUrl` a while (url-limits.ts). */
   readonly adaptive: boolean;
   readonly pollMs: number;
   /** How long a claim holds a row (the HTTP deadline plus margin). */
@@ -81,9 +81,7 @@ export class Lane {
 
   /** How many URLs are held below `perUrl` now. */
   get throttledUrls(): number {
-    let n = 0;
-    for (const _ of this.#limits.lowered()) n += 1;
-    return n;
+    return [...this.#limits.lowered()].length;
   }
 
   get inFlight(): number {

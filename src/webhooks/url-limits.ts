@@ -8,8 +8,8 @@ import type { HttpOutcome } from './http-delivery.js';
  *   URL's limit, at most once per round (the answers to requests already in flight when it was
  *   halved do not halve it again).
  * - Additive increase: any other answer that came while the URL used every slot it had (or had
- *   deliveries waiting for one) adds 1/limit: about one slot per round of requests, back up to
- *   the cap.
+ *   deliveries waiting for one) counts toward one more slot, given per `limit` such answers
+ *   (about one slot per round of requests), back up to the cap.
  *
  * A receiver asking for less (or hanging) is sent less and holds a slot or two of the lane
  * instead of its whole cap; one that keeps up is never held below the cap. A refused connection
