@@ -10,7 +10,7 @@ import { EVENTS_CHANNEL, Wakeup } from '../log/wakeup.js';
 import type { Logger } from '../logger.js';
 import { type EnqueueResult, type FirstAttemptClaimer, type GroupingLimits, LOG_SELECT, type LogEventForWebhooks, type OpenBatch, enqueueEvents, isWebhookType } from './enqueue.js';
 import { FIRST_ATTEMPTS_CHECKPOINT, FirstAttemptLedger, ensureFirstAttemptsCheckpoint, raiseFirstAttemptsCheckpoint } from './first-attempts-ledger.js';
-import { type ClaimedDelivery, OUTBOX_CHANNEL } from './outbox.js';
+import { type ClaimedDelivery, OUTBOX_CHANNEL, directPositions } from './outbox.js';
 
 /**
  * Reads the log from the `webhooks` checkpoint and turns events into deliveries, committed
@@ -326,8 +326,6 @@ export class FanOut {
     }
   }
 }
-
-const directPositions = (rows: readonly ClaimedDelivery[]): bigint[] => rows.flatMap((r) => (r.direct !== null ? [r.direct] : []));
 
 /**
  * The positions in (`low`, `high`] whose Version 1 delivery (`msg_<position>`) has an outbox

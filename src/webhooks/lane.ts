@@ -258,15 +258,18 @@ export class Lane {
   /** Runs a delivery on a slot already counted. */
   #launch(row: ClaimedDelivery): void {
     const url = String(row.urlId);
+    // One handler pair: only a failed delivery (never the limit's bookkeeping after a sent one) hands a row off.
     const task = this.deliver(row)
-      .then((outcome) => {
-        if (outcome !== null) this.#limits.observe(url, outcome, this.#inFlight.get(url) ?? 1, this.#queues.has(url));
-      })
-      .catch((err: unknown) => {
-        this.log.error({ err: describeError(err), delivery: row.webhookId }, 'webhook delivery failed unexpectedly');
-        // A first attempt from the log has no row a lease would bring back: the outbox takes it.
-        if (row.direct !== null) this.handOff(row);
-      })
+      .then(
+        (outcome) => {
+          if (outcome !== null) this.#limits.observe(url, outcome, this.#inFlight.get(url) ?? 1, this.#queues.has(url));
+        },
+        (err: unknown) => {
+          this.log.error({ err: describeError(err), delivery: row.webhookId }, 'webhook delivery failed unexpectedly');
+          // A first attempt from the log has no row a lease would bring back: the outbox takes it.
+          if (row.direct !== null) this.handOff(row);
+        },
+      )
       .finally(() => {
         this.#running.delete(task);
         this.#release(url);

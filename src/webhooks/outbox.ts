@@ -45,6 +45,9 @@ export interface ClaimedDelivery {
   target: { url: string; secret: string; version: CallbackUrlVersion; status: CallbackUrlStatus; isBackup: boolean; eventType: string };
 }
 
+/** The log positions of the first attempts among `rows` that were sent straight from the log. */
+export const directPositions = (rows: readonly ClaimedDelivery[]): bigint[] => rows.flatMap((r) => (r.direct !== null ? [r.direct] : []));
+
 export interface ClaimOptions {
   retry: boolean;
   /** Rows at most, over all URLs. */

@@ -5,7 +5,7 @@ import type { AttemptOutcome, Database } from '../db/schema.js';
 import type { Logger } from '../logger.js';
 import { type DispatcherStats, observeLatency } from './dispatcher-stats.js';
 import type { HttpOutcome } from './http-delivery.js';
-import { type ClaimedDelivery, OUTBOX_CHANNEL } from './outbox.js';
+import { type ClaimedDelivery, OUTBOX_CHANNEL, directPositions } from './outbox.js';
 import { nextRetry, retryWindowMs } from './retry-policy.js';
 import { type AttemptRow, attemptRow, insertAttempts } from './attempt-rows.js';
 
@@ -108,7 +108,7 @@ export class OutcomeWriter {
         this.#queue.splice(0, batch.length);
         this.#handoffs.splice(0, handoffs.length);
         failures = 0;
-        const done = [...batch.map((r) => r.delivery), ...handoffs].flatMap((d) => (d.direct !== null ? [d.direct] : []));
+        const done = directPositions([...batch.map((r) => r.delivery), ...handoffs]);
         if (done.length > 0) this.onDirectDone(done);
         if (dead.length > 0) this.onDeadUrls(dead);
       } catch (err) {
