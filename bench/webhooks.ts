@@ -58,7 +58,7 @@ export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
       progress(`run ${run}: raw loop ${Math.round(rawRate)}/s (${raw.cpuUsPerRequest.toFixed(1)} µs CPU per request in this process)`);
       const v1 = await throughput(cleanup, receiver, 1, count, profileDir !== null ? `${profileDir}/v1-run-${run}` : null);
       if (v1.profile !== null) progress(formatProfileSummary(v1.profile));
-      progress(`run ${run}: Version 1 ${Math.round(v1.perSec)} deliveries/s (${Math.round(v1.wholePerSec)}/s over the whole window; dispatcher ${v1.dispatcherCpuUsPerEvent} µs CPU each, Postgres ${v1.postgresCpuUsPerEvent} µs; machine busy ${pct(v1.machine.busy)}, CPU pressure ${pct(v1.machine.cpuPressure)})`);
+      progress(`run ${run}: Version 1 ${Math.round(v1.perSec)} deliveries/s (${Math.round(v1.wholePerSec)}/s over the whole window; dispatcher ${v1.dispatcherCpuUsPerEvent} µs CPU each, Postgres ${v1.postgresCpuUsPerEvent} µs; ${v1.outboxRows} outbox rows; machine busy ${pct(v1.machine.busy)}, CPU pressure ${pct(v1.machine.cpuPressure)})`);
       const v2 = await throughput(cleanup, receiver, 2, count * 3);
       progress(`run ${run}: Version 2 ${Math.round(v2.perSec)} events/s in ${v2.requests} requests (dispatcher ${v2.dispatcherCpuUsPerEvent} µs CPU per event)`);
       const rate = Math.max(100, Math.round(v1.perSec / 2));
@@ -82,6 +82,7 @@ export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
       rawCpuUsPerRequest: Number(median(runs.map((r) => r.rawCpuUsPerRequest)).toFixed(1)),
       v1DispatcherCpuUsPerDelivery: Math.round(median(runs.map((r) => r.v1.dispatcherCpuUsPerEvent))),
       v1PostgresCpuUsPerDelivery: Math.round(median(runs.map((r) => r.v1.postgresCpuUsPerEvent))),
+      v1OutboxRows: Math.round(median(runs.map((r) => r.v1.outboxRows ?? 0))),
       v2EventsPerSec: Math.round(median(runs.map((r) => r.v2.perSec))),
       v2DispatcherCpuUsPerEvent: Math.round(median(runs.map((r) => r.v2.dispatcherCpuUsPerEvent))),
       v2Requests: Math.round(median(runs.map((r) => r.v2.requests))),
@@ -101,7 +102,7 @@ export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
     console.log(`results: ${file}`);
     const raw = { name: 'bare undici POST loop, same receiver', perRun: runs.map((r) => r.rawRate) };
     result.write({ events: count, runs: runs.length, latencyRate: summary.latencyRate }, [
-      { name: 'Version 1: deliveries/s (8 tenants × 7 URLs)', unit: 'deliveries/s', perRun: runs.map((r) => r.v1.perSec), baseline: raw, note: `from the tenth delivery on; over the whole window ${runs.map((r) => Math.round(r.v1.wholePerSec)).join(' · ')}/s; CPU per delivery: dispatcher ${summary.v1DispatcherCpuUsPerDelivery} µs, Postgres ${summary.v1PostgresCpuUsPerDelivery} µs; raw loop ${summary.rawCpuUsPerRequest} µs per request` },
+      { name: 'Version 1: deliveries/s (8 tenants × 7 URLs)', unit: 'deliveries/s', perRun: runs.map((r) => r.v1.perSec), baseline: raw, note: `from the tenth delivery on; over the whole window ${runs.map((r) => Math.round(r.v1.wholePerSec)).join(' · ')}/s; CPU per delivery: dispatcher ${summary.v1DispatcherCpuUsPerDelivery} µs, Postgres ${summary.v1PostgresCpuUsPerDelivery} µs; ${summary.v1OutboxRows} outbox rows of ${count} events; raw loop ${summary.rawCpuUsPerRequest} µs per request` },
       { name: 'Version 2: events/s (grouped, ≤100 per request)', unit: 'events/s', perRun: runs.map((r) => r.v2.perSec), baseline: raw, note: `${summary.v2Requests} requests` },
       {
         name: `commit → arrival p99 at ${summary.latencyRate}/s, one tenant's endpoints slow`,
@@ -131,6 +132,8 @@ interface Throughput {
   /** Postgres's CPU time (all its processes) per event (µs) over the same span. */
   postgresCpuUsPerEvent: number;
   machine: MachineLoad;
+  /** Rows the run wrote to the outbox (Version 1: first attempts not sent straight from the log, and retries). */
+  outboxRows?: number;
   /** The dispatcher's CPU profile from its first delivery to its last (with --profile). */
   profile: ProfileSummary | null;
 }
@@ -214,10 +217,17 @@ async function throughput(cleanup: Cleanup, receiver: Receiver, version: 1 | 2, 
     } finally {
       await stop();
     }
+    result.outboxRows = await outboxRowsWritten(s.db);
     return { ...result, profile: profileDir !== null ? dispatcherProfile(profileDir, times) : null };
   } finally {
     await s.drop();
   }
+}
+
+/** Rows ever inserted into the outbox of the run's database (its dispatcher stopped: its statistics are flushed). */
+async function outboxRowsWritten(db: Db): Promise<number> {
+  const { rows } = await sql<{ n: string }>`SELECT coalesce(sum(n_tup_ins), 0)::text AS n FROM pg_stat_user_tables WHERE relname = 'webhook_deliveries'`.execute(db.kysely);
+  return Number(rows[0]?.n ?? 0);
 }
 
 /** Arrivals per second from the tenth arrival to the last (the window a cold process's start is left out of). */

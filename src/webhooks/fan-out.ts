@@ -45,6 +45,8 @@ export interface FirstAttempts {
   startReserved(row: ClaimedDelivery): void;
   /** `claimedAt`: the local clock before the slot was reserved. */
   enqueue(row: ClaimedDelivery, claimedAt: number): void;
+  /** Resolves when there is room for more (or after `maxWaitMs`): the fan-out's pace. */
+  room(maxWaitMs: number): Promise<void>;
 }
 
 /** One step's reservations: what to start or queue after the commit, give back after a failure, or leave waiting. */
@@ -170,6 +172,7 @@ export class FanOut {
         const worked = await this.step();
         failures = 0;
         if (!worked) await this.#wakeup.wait(this.options.pollMs);
+        else await this.firstAttempts?.room(this.options.pollMs);
       } catch (err) {
         failures += 1;
         this.stats.errors += 1;

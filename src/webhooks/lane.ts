@@ -64,6 +64,13 @@ export class Lane {
   readonly #queues = new Map<string, Queued[]>();
   readonly #promised = new Map<string, number>();
   #queuedTotal = 0;
+  /**
+   * Queued first attempts counted for the fan-out's pace: each URL's queue up to `perUrl` rows,
+   * so a URL that answers slowly (its queue always full) weighs no more than its slots.
+   */
+  #backlog = 0;
+  /** The fan-out waiting for the backlog to fall below the mark. */
+  #roomWaiters: (() => void)[] = [];
   readonly #limits: UrlLimits;
 
   constructor(
@@ -110,6 +117,8 @@ export class Lane {
     const queued = [...this.#queues.values()].flatMap((q) => q.map((e) => e.row));
     this.#queues.clear();
     this.#queuedTotal = 0;
+    this.#backlog = 0;
+    this.#wakeRoomWaiters();
     for (const row of queued) this.handOff(row);
     await Promise.all([...this.#running]);
   }
@@ -215,11 +224,42 @@ export class Lane {
     this.#launch(row);
   }
 
+  /**
+   * Resolves once the lane can start what the fan-out would read next: at once, unless the
+   * queued first attempts (each URL's counted up to its slots) reach half the lane's concurrency;
+   * then when they fall below that, or after `maxWaitMs` at most (so URLs that answer slowly,
+   * however many, only slow the fan-out down, never stop it). Without this pace the fan-out,
+   * reading a backlog faster than it can be sent, fills every URL's queue and writes the rest
+   * into the outbox, which costs Postgres a row, a claim and a delete for each.
+   */
+  room(maxWaitMs: number): Promise<void> {
+    if (this.#backlog < this.#backlogMark || this.#stopped) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, maxWaitMs);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.#roomWaiters.push(done);
+    });
+  }
+
+  get #backlogMark(): number {
+    return Math.max(1, Math.floor(this.options.concurrency / 2));
+  }
+
+  #wakeRoomWaiters(): void {
+    const waiters = this.#roomWaiters;
+    this.#roomWaiters = [];
+    for (const w of waiters) w();
+  }
+
   /** Queues a first attempt on a place `reserve` gave; `claimedAt`: local clock before the place was taken. */
   enqueue(row: ClaimedDelivery, claimedAt: number): void {
     const url = String(row.urlId);
     let queue = this.#queues.get(url);
     if (queue === undefined) this.#queues.set(url, (queue = []));
+    if (queue.length < this.options.perUrl) this.#backlog += 1;
     queue.push({ row, startBy: claimedAt + this.options.queueMs });
     this.#startQueued(url);
   }
@@ -240,10 +280,12 @@ export class Lane {
     const limit = this.#limits.of(url);
     while (queue.length > 0 && !this.#stopped && this.#total < o.concurrency && (this.#inFlight.get(url) ?? 0) < limit) {
       const next = queue.shift() as Queued;
+      if (queue.length < o.perUrl) this.#backlog -= 1;
       this.#unpromise(url);
       if (next.startBy < now) this.handOff(next.row);
       else this.#start(next.row);
     }
+    if (this.#roomWaiters.length > 0 && this.#backlog < this.#backlogMark) this.#wakeRoomWaiters();
     if (queue.length > 0) return;
     this.#queues.delete(url);
   }
