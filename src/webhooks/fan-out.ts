@@ -47,7 +47,12 @@ export interface FirstAttempts {
   enqueue(row: ClaimedDelivery, claimedAt: number): void;
   /** Resolves when there is room for more (or after `maxWaitMs`): the fan-out's pace. */
   room(maxWaitMs: number): Promise<void>;
+  /** How many more first attempts could start or queue now. */
+  capacity(): number;
 }
+
+/** The fan-out reads at least this many events (or its batch size, if smaller) however full the first lane is. */
+const MIN_READ = 100;
 
 /** One step's reservations: what to start or queue after the commit, give back after a failure, or leave waiting. */
 class Reservations implements FirstAttemptClaimer {
@@ -114,8 +119,8 @@ export class FanOut {
   #open = new Map<string, OpenBatch>();
   /** The checkpoint as this holder last moved it (null: read it from the database). */
   #position: bigint | null = null;
-  /** The next batch, read while the previous one was being written. */
-  #prefetch: { after: bigint; rows: Promise<LogEventForWebhooks[]> } | null = null;
+  /** The next batch, read while the previous one was being written, and the size it was read with. */
+  #prefetch: { after: bigint; limit: number; rows: Promise<LogEventForWebhooks[]> } | null = null;
   #stopped = false;
   #loop: Promise<void> | null = null;
   #leaseTimer: NodeJS.Timeout | null = null;
@@ -198,9 +203,10 @@ export class FanOut {
       position = await readCheckpoint(this.db.kysely, WEBHOOKS_CHECKPOINT);
       await this.#recover(position);
     }
-    const prefetched = this.#prefetch?.after === position ? this.#prefetch.rows : null;
+    const prefetched = this.#prefetch?.after === position ? this.#prefetch : null;
     this.#prefetch = null;
-    const rows = await (prefetched ?? this.#read(position));
+    const limit = prefetched?.limit ?? this.#readSize(0);
+    const rows = await (prefetched?.rows ?? this.#read(position, limit));
     const last = rows.at(-1);
     if (last === undefined) {
       this.#position = position;
@@ -208,10 +214,12 @@ export class FanOut {
       return false;
     }
     const lastPosition = BigInt(last.position);
-    if (rows.length >= this.options.batchSize) {
-      const next = this.#read(lastPosition);
+    if (rows.length >= limit) {
+      // Sized for what the first lane can take once this batch's rows are in it.
+      const nextLimit = this.#readSize(rows.length);
+      const next = this.#read(lastPosition, nextLimit);
       next.catch(() => {});
-      this.#prefetch = { after: lastPosition, rows: next };
+      this.#prefetch = { after: lastPosition, limit: nextLimit, rows: next };
     }
     const reservations = this.firstAttempts !== null ? new Reservations(this.firstAttempts) : null;
     // Wake the claimers only for rows nobody here is about to claim. Rows waiting for a URL at
@@ -260,7 +268,7 @@ export class FanOut {
     const handled = await handledFirstAttempts(this.db, after, high);
     let recovered = 0;
     while (after < high) {
-      const rows = (await this.#read(after)).filter((r) => BigInt(r.position) <= high);
+      const rows = (await this.#read(after, this.options.batchSize)).filter((r) => BigInt(r.position) <= high);
       const last = rows.at(-1);
       if (last === undefined) break;
       after = BigInt(last.position);
@@ -304,9 +312,20 @@ export class FanOut {
     this.#lowWritten = low;
   }
 
-  async #read(after: bigint): Promise<LogEventForWebhooks[]> {
+  /**
+   * How many events to read next: the batch size, or no more than the first lane can start or
+   * queue (less `pending`, events read but not yet handed over), so that what is read goes out
+   * from the log rather than into the outbox; at least MIN_READ, so the fan-out never stops.
+   */
+  #readSize(pending: number): number {
+    const { batchSize } = this.options;
+    if (this.firstAttempts === null) return batchSize;
+    return Math.max(Math.min(MIN_READ, batchSize), Math.min(batchSize, this.firstAttempts.capacity() - pending));
+  }
+
+  async #read(after: bigint, limit: number): Promise<LogEventForWebhooks[]> {
     const { rows } = await sql<LogEventForWebhooks>`
-      SELECT ${LOG_SELECT} FROM events e WHERE e.position > ${after} ORDER BY e.position LIMIT ${this.options.batchSize}`.execute(this.db.kysely);
+      SELECT ${LOG_SELECT} FROM events e WHERE e.position > ${after} ORDER BY e.position LIMIT ${limit}`.execute(this.db.kysely);
     return rows;
   }
 

@@ -244,6 +244,13 @@ export class Lane {
     });
   }
 
+  /** How many more first attempts from the fan-out could start or queue here now (over all URLs). */
+  capacity(): number {
+    if (this.#stopped) return 0;
+    const o = this.options;
+    return Math.max(0, o.concurrency - this.#total) + Math.max(0, o.concurrency * QUEUE_PER_SLOT - this.#queuedTotal);
+  }
+
   get #backlogMark(): number {
     return Math.max(1, Math.floor(this.options.concurrency / 2));
   }

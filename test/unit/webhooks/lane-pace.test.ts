@@ -124,6 +124,25 @@ describe('the first lane paces the fan-out', () => {
     expect(performance.now() - started).toBeGreaterThanOrEqual(45);
   });
 
+  it('says how many more first attempts it could start or queue, so the fan-out reads no more than that', async () => {
+    // Concurrency 2: 2 slots and 2 × 16 queue places over the lane.
+    const t = lane(2, 1);
+    expect(t.lane.capacity()).toBe(34);
+    t.offer(1);
+    expect(t.lane.capacity()).toBe(33);
+    t.offer(2);
+    t.offer(2);
+    expect(t.lane.capacity()).toBe(31);
+    await t.finish(2);
+    // The queued row took the freed slot: one queue place back, the slot taken again.
+    expect(t.lane.capacity()).toBe(32);
+    const stopping = t.lane.stop();
+    expect(t.lane.capacity()).toBe(0);
+    await t.finish(1);
+    await t.finish(2);
+    await stopping;
+  });
+
   it('has room again once stopped (its queues are handed to the outbox)', async () => {
     const t = lane(2, 1);
     for (let i = 0; i < 3; i++) t.offer(1);
