@@ -22,6 +22,8 @@ export interface DispatcherStats {
   /** URLs this process marked dead. */
   urlsDied: number;
   inFlight: { first: number; retry: number };
+  /** Version 1 first attempts from the log waiting in this process for a slot of the first lane. */
+  queued: number;
   /** URLs held below their concurrency cap now, after throttle answers or timeouts (url-limits.ts), per lane. */
   throttledUrls: { first: number; retry: number };
   latencyMs: LatencyHistogram;
@@ -49,6 +51,7 @@ export function emptyStats(fanOut: FanOutStats): DispatcherStats {
     rerouted: 0,
     urlsDied: 0,
     inFlight: { first: 0, retry: 0 },
+    queued: 0,
     throttledUrls: { first: 0, retry: 0 },
     latencyMs: { bucketsMs: LATENCY_BUCKETS_MS, counts: new Array<number>(LATENCY_BUCKETS_MS.length + 1).fill(0), sum: 0, count: 0 },
   };

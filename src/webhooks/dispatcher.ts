@@ -170,6 +170,7 @@ export class Dispatcher {
   #syncInFlight(): void {
     this.#stats.inFlight.first = this.#first.inFlight;
     this.#stats.inFlight.retry = this.#retry.inFlight;
+    this.#stats.queued = this.#first.queued;
     this.#stats.throttledUrls.first = this.#first.throttledUrls;
     this.#stats.throttledUrls.retry = this.#retry.throttledUrls;
   }

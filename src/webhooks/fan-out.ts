@@ -45,8 +45,8 @@ export interface FirstAttempts {
   startReserved(row: ClaimedDelivery): void;
   /** `claimedAt`: the local clock before the slot was reserved. */
   enqueue(row: ClaimedDelivery, claimedAt: number): void;
-  /** Resolves when there is room for more (or after `maxWaitMs`): the fan-out's pace. */
-  room(maxWaitMs: number): Promise<void>;
+  /** Resolves when there is room for more (or after `maxWaitMs`): the fan-out's pace. True if it had to wait. */
+  room(maxWaitMs: number): Promise<boolean>;
   /** How many more first attempts could start or queue now. */
   capacity(): number;
 }
@@ -99,6 +99,8 @@ export interface FanOutStats {
   deliveriesEnqueued: number;
   /** Direct first attempts found without an outcome after a crash or a takeover, and sent again. */
   recovered: number;
+  /** Times the fan-out waited for the first lane's queues to go down before reading on. */
+  paced: number;
   errors: number;
 }
 
@@ -110,7 +112,7 @@ class CheckpointMoved extends Error {
 
 export class FanOut {
   readonly owner = `webhooks-${randomUUID()}`;
-  readonly stats: FanOutStats = { held: false, position: '0', batches: 0, eventsRead: 0, eventsEnqueued: 0, deliveriesEnqueued: 0, recovered: 0, errors: 0 };
+  readonly stats: FanOutStats = { held: false, position: '0', batches: 0, eventsRead: 0, eventsEnqueued: 0, deliveriesEnqueued: 0, recovered: 0, paced: 0, errors: 0 };
   /** Direct first attempts this process has committed and whose outcomes are not yet recorded. */
   readonly ledger = new FirstAttemptLedger();
   /** The low-water checkpoint as this holder last wrote it. */
@@ -177,7 +179,7 @@ export class FanOut {
         const worked = await this.step();
         failures = 0;
         if (!worked) await this.#wakeup.wait(this.options.pollMs);
-        else await this.firstAttempts?.room(this.options.pollMs);
+        else if ((await this.firstAttempts?.room(this.options.pollMs)) === true) this.stats.paced += 1;
       } catch (err) {
         failures += 1;
         this.stats.errors += 1;

@@ -95,6 +95,11 @@ export class Lane {
     return this.#total;
   }
 
+  /** First attempts from the fan-out waiting here for a slot (or about to). */
+  get queued(): number {
+    return this.#queuedTotal;
+  }
+
   /** How long a claim holds a row. */
   get leaseMs(): number {
     return this.options.leaseMs;
@@ -230,15 +235,15 @@ export class Lane {
    * then when they fall below that, or after `maxWaitMs` at most (so URLs that answer slowly,
    * however many, only slow the fan-out down, never stop it). Without this pace the fan-out,
    * reading a backlog faster than it can be sent, fills every URL's queue and writes the rest
-   * into the outbox, which costs Postgres a row, a claim and a delete for each.
+   * into the outbox, which costs Postgres a row, a claim and a delete for each. True if it waited.
    */
-  room(maxWaitMs: number): Promise<void> {
-    if (this.#backlog < this.#backlogMark || this.#stopped) return Promise.resolve();
+  room(maxWaitMs: number): Promise<boolean> {
+    if (this.#backlog < this.#backlogMark || this.#stopped) return Promise.resolve(false);
     return new Promise((resolve) => {
       const timer = setTimeout(done, maxWaitMs);
       function done(): void {
         clearTimeout(timer);
-        resolve();
+        resolve(true);
       }
       this.#roomWaiters.push(done);
     });

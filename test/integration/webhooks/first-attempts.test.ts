@@ -126,3 +126,44 @@ describe.each(DIALECTS)('first attempts left without an outcome by a crash, on %
     expect(dispatcher.stats.fanOut.recovered).toBe(4);
   });
 });
+
+describe.each(DIALECTS)('a backlog larger than the first lane can hold, on %s', (dialect) => {
+  // 7 URLs of 4 slots, a lane of 32 (queues: 64 per URL, 512 in all), reads of 200 events: read
+  // as fast as the log allows, the 1,400-event backlog would overflow the URLs' queues into the
+  // outbox within a few reads. Paced by the lane, the fan-out sends all of it from the log.
+  const TYPES = ['sent', 'open', 'click', 'bounce', 'blocked', 'spam', 'unsub'] as const;
+  let db: Db;
+  let cleanup: (() => Promise<void>) | undefined;
+  let receiver: WebhookReceiver;
+  let dispatcher: Dispatcher | undefined;
+  beforeAll(async () => {
+    ({ db, cleanup } = await openMigratedDb(dialect));
+    receiver = await WebhookReceiver.start(() => ({ status: 200, delayMs: 5 }));
+    // Counts the rows ever written to the outbox.
+    await sql`CREATE TABLE outbox_inserts (n int NOT NULL)`.execute(db.kysely);
+    await sql`CREATE FUNCTION count_outbox_inserts() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN INSERT INTO outbox_inserts SELECT count(*) FROM new_rows; RETURN NULL; END $$`.execute(db.kysely);
+    await sql`CREATE TRIGGER count_outbox_inserts AFTER INSERT ON webhook_deliveries REFERENCING NEW TABLE AS new_rows
+      FOR EACH STATEMENT EXECUTE FUNCTION count_outbox_inserts()`.execute(db.kysely);
+  });
+  afterAll(async () => {
+    await dispatcher?.stop();
+    await receiver?.close();
+    await cleanup?.();
+  });
+
+  it('is sent straight from the log, the fan-out waiting for the lane, each event once', async () => {
+    for (const type of TYPES) await hook(db, '1', { EventType: type, Url: receiver.url(`/v1/${type}`) });
+    const events = Array.from({ length: 1400 }, (_, i) => ({ event: TYPES[i % TYPES.length], time: 1_433_334_000 + i, MessageID: String(20_000 + i), email: `b${i}@example.com`, url: 'https://example.com/', error_related_to: 'recipient', error: 'user unknown', EventID: `b-${i}` }));
+    await append(db, '1', events);
+    dispatcher = await startDispatcher(db, { concurrency: 32, urlConcurrency: 4, fanOutBatchSize: 200, pollMs: 1000 });
+    await receiver.waitForIds(1400, '/v1/', 30_000);
+    await outboxEmpty(db, 15_000);
+    const ids = receiver.at('/v1/').map((r) => r.webhookId);
+    expect(ids).toHaveLength(1400);
+    expect(new Set(ids).size).toBe(1400);
+    expect(dispatcher.stats.fanOut.paced).toBeGreaterThan(0);
+    const { rows } = await sql<{ n: string }>`SELECT coalesce(sum(n), 0)::text AS n FROM outbox_inserts`.execute(db.kysely);
+    expect(Number(rows[0]?.n)).toBe(0);
+  });
+});

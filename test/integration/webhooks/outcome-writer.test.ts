@@ -39,7 +39,7 @@ async function lastTry(tenant: string, claim: string): Promise<ClaimedDelivery> 
 }
 
 async function write(delivery: ClaimedDelivery) {
-  const stats = emptyStats({ held: false, position: '0', batches: 0, eventsRead: 0, eventsEnqueued: 0, deliveriesEnqueued: 0, recovered: 0, errors: 0 });
+  const stats = emptyStats({ held: false, position: '0', batches: 0, eventsRead: 0, eventsEnqueued: 0, deliveriesEnqueued: 0, recovered: 0, paced: 0, errors: 0 });
   const writer = new OutcomeWriter(db.kysely, { retryScheduleSeconds: SCHEDULE, maxBatch: 10, lingerMs: 1 }, stats, quietLogger(), () => undefined);
   await writer.write([{ delivery, http: FAILED, attemptedAt: new Date(Date.now() - 1000) }]);
   const attempts = await db.kysely.selectFrom('webhook_attempts').select(['outcome']).where('url_id', '=', delivery.urlId).execute();

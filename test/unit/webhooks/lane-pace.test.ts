@@ -64,7 +64,7 @@ function lane(concurrency: number, perUrl: number) {
   return { lane: l, offer, finish, handedOff, inFlight: (url: number) => pending.get(url)?.length ?? 0 };
 }
 
-const settled = async (p: Promise<void>): Promise<boolean> => {
+const settled = async (p: Promise<unknown>): Promise<boolean> => {
   let done = false;
   void p.then(() => (done = true));
   for (let i = 0; i < 5; i++) await Promise.resolve();
@@ -94,6 +94,7 @@ describe('the first lane paces the fan-out', () => {
     const t = lane(8, 2);
     for (let i = 0; i < 4; i++) t.offer(1);
     for (let i = 0; i < 4; i++) t.offer(2);
+    expect(t.lane.queued).toBe(4);
     // 2 in flight and 2 queued at each URL: 4 counted.
     const wait = t.lane.room(60_000);
     expect(await settled(wait)).toBe(false);
@@ -120,8 +121,11 @@ describe('the first lane paces the fan-out', () => {
       t.offer(2);
     }
     const started = performance.now();
-    await t.lane.room(50);
+    expect(await t.lane.room(50)).toBe(true);
     expect(performance.now() - started).toBeGreaterThanOrEqual(45);
+    // It says whether it waited: with room, it does not.
+    const roomy = lane(2, 1);
+    expect(await roomy.lane.room(50)).toBe(false);
   });
 
   it('says how many more first attempts it could start or queue, so the fan-out reads no more than that', async () => {
