@@ -83,22 +83,28 @@ describe.each(DIALECTS)('first attempts queued longer than they may wait on %s',
   });
 });
 
-describe.each(DIALECTS)('first attempts left without an outcome by a crash, on %s', (dialect) => {
-  let db: Db;
+/** A database and a receiver answering 200 after `delayMs`; the test starts its dispatcher (`ctx.dispatcher`); all torn down after the block. */
+function withReceiver(dialect: (typeof DIALECTS)[number], delayMs: number, setup: (db: Db) => Promise<void> = async () => {}) {
+  const ctx = {} as { db: Db; receiver: WebhookReceiver; dispatcher?: Dispatcher };
   let cleanup: (() => Promise<void>) | undefined;
-  let receiver: WebhookReceiver;
-  let dispatcher: Dispatcher | undefined;
   beforeAll(async () => {
-    ({ db, cleanup } = await openMigratedDb(dialect));
-    receiver = await WebhookReceiver.start(() => ({ status: 200 }));
+    ({ db: ctx.db, cleanup } = await openMigratedDb(dialect));
+    ctx.receiver = await WebhookReceiver.start(() => ({ status: 200, delayMs }));
+    await setup(ctx.db);
   });
   afterAll(async () => {
-    await dispatcher?.stop();
-    await receiver?.close();
+    await ctx.dispatcher?.stop();
+    await ctx.receiver?.close();
     await cleanup?.();
   });
+  return ctx;
+}
+
+describe.each(DIALECTS)('first attempts left without an outcome by a crash, on %s', (dialect) => {
+  const ctx = withReceiver(dialect, 0);
 
   it('are sent again by the next fan-out holder; those with an attempt or an outbox row, and Version 2 batches, are not', async () => {
+    const { db, receiver } = ctx;
     const v1 = await hook(db, '1', { EventType: 'open', Url: receiver.url('/v1/open') });
     await hook(db, '1', { EventType: 'click', Url: receiver.url('/v2/click'), Version: 2 });
     const opens = Array.from({ length: 6 }, (_, i) => ({ event: 'open', time: 1_433_334_000 + i, MessageID: String(9200 + i), email: `r${i}@example.com`, EventID: `r-${i}` }));
@@ -117,7 +123,7 @@ describe.each(DIALECTS)('first attempts left without an outcome by a crash, on %
     await sql`INSERT INTO webhook_deliveries (api_key_id, url_id, webhook_id, events, positions, bytes, retry, attempts, due_at)
       VALUES (1, ${v1.id}, ${openIds[1]}, ARRAY['{}'], ARRAY[1]::bigint[], 2, true, 1, now() + interval '1 hour')`.execute(db.kysely);
 
-    dispatcher = await startDispatcher(db);
+    const dispatcher = (ctx.dispatcher = await startDispatcher(db));
     await receiver.waitForIds(4, '/v1/', 20_000);
     await waitFor('the low-water checkpoint at the head', async () => (await readCheckpoint(db.kysely, FIRST_ATTEMPTS_CHECKPOINT)) === head, 20_000);
     await new Promise((r) => setTimeout(r, 300));
@@ -132,31 +138,21 @@ describe.each(DIALECTS)('a backlog larger than the first lane can hold, on %s', 
   // as fast as the log allows, the 1,400-event backlog would overflow the URLs' queues into the
   // outbox within a few reads. Paced by the lane, the fan-out sends all of it from the log.
   const TYPES = ['sent', 'open', 'click', 'bounce', 'blocked', 'spam', 'unsub'] as const;
-  let db: Db;
-  let cleanup: (() => Promise<void>) | undefined;
-  let receiver: WebhookReceiver;
-  let dispatcher: Dispatcher | undefined;
-  beforeAll(async () => {
-    ({ db, cleanup } = await openMigratedDb(dialect));
-    receiver = await WebhookReceiver.start(() => ({ status: 200, delayMs: 5 }));
-    // Counts the rows ever written to the outbox.
+  // A trigger counts the rows ever written to the outbox.
+  const ctx = withReceiver(dialect, 5, async (db) => {
     await sql`CREATE TABLE outbox_inserts (n int NOT NULL)`.execute(db.kysely);
     await sql`CREATE FUNCTION count_outbox_inserts() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN INSERT INTO outbox_inserts SELECT count(*) FROM new_rows; RETURN NULL; END $$`.execute(db.kysely);
     await sql`CREATE TRIGGER count_outbox_inserts AFTER INSERT ON webhook_deliveries REFERENCING NEW TABLE AS new_rows
       FOR EACH STATEMENT EXECUTE FUNCTION count_outbox_inserts()`.execute(db.kysely);
   });
-  afterAll(async () => {
-    await dispatcher?.stop();
-    await receiver?.close();
-    await cleanup?.();
-  });
 
   it('is sent straight from the log, the fan-out waiting for the lane, each event once', async () => {
+    const { db, receiver } = ctx;
     for (const type of TYPES) await hook(db, '1', { EventType: type, Url: receiver.url(`/v1/${type}`) });
     const events = Array.from({ length: 1400 }, (_, i) => ({ event: TYPES[i % TYPES.length], time: 1_433_334_000 + i, MessageID: String(20_000 + i), email: `b${i}@example.com`, url: 'https://example.com/', error_related_to: 'recipient', error: 'user unknown', EventID: `b-${i}` }));
     await append(db, '1', events);
-    dispatcher = await startDispatcher(db, { concurrency: 32, urlConcurrency: 4, fanOutBatchSize: 200, pollMs: 1000 });
+    const dispatcher = (ctx.dispatcher = await startDispatcher(db, { concurrency: 32, urlConcurrency: 4, fanOutBatchSize: 200, pollMs: 1000 }));
     await receiver.waitForIds(1400, '/v1/', 30_000);
     await outboxEmpty(db, 15_000);
     const ids = receiver.at('/v1/').map((r) => r.webhookId);
