@@ -82,7 +82,7 @@ export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
       rawCpuUsPerRequest: Number(median(runs.map((r) => r.rawCpuUsPerRequest)).toFixed(1)),
       v1DispatcherCpuUsPerDelivery: Math.round(median(runs.map((r) => r.v1.dispatcherCpuUsPerEvent))),
       v1PostgresCpuUsPerDelivery: Math.round(median(runs.map((r) => r.v1.postgresCpuUsPerEvent))),
-      v1OutboxRows: Math.round(median(runs.map((r) => r.v1.outboxRows ?? 0))),
+      v1OutboxRows: Math.round(median(runs.map((r) => r.v1.outboxRows))),
       v2EventsPerSec: Math.round(median(runs.map((r) => r.v2.perSec))),
       v2DispatcherCpuUsPerEvent: Math.round(median(runs.map((r) => r.v2.dispatcherCpuUsPerEvent))),
       v2Requests: Math.round(median(runs.map((r) => r.v2.requests))),
@@ -133,7 +133,7 @@ interface Throughput {
   postgresCpuUsPerEvent: number;
   machine: MachineLoad;
   /** Rows the run wrote to the outbox (Version 1: first attempts not sent straight from the log, and retries). */
-  outboxRows?: number;
+  outboxRows: number;
   /** The dispatcher's CPU profile from its first delivery to its last (with --profile). */
   profile: ProfileSummary | null;
 }
@@ -182,7 +182,7 @@ async function throughput(cleanup: Cleanup, receiver: Receiver, version: 1 | 2, 
     const from = sampleMachine();
     const child = startDispatcher(s.url, {}, profileDir);
     const stop = cleanup.add('dispatcher', () => stopProcess(child));
-    let result: Omit<Throughput, 'profile'>;
+    let result: Omit<Throughput, 'profile' | 'outboxRows'>;
     let times: { firstAt: number; doneAt: number };
     try {
       // The dispatcher's CPU from its first delivery on (startup, module loading, left out).
@@ -217,8 +217,7 @@ async function throughput(cleanup: Cleanup, receiver: Receiver, version: 1 | 2, 
     } finally {
       await stop();
     }
-    result.outboxRows = await outboxRowsWritten(s.db);
-    return { ...result, profile: profileDir !== null ? dispatcherProfile(profileDir, times) : null };
+    return { ...result, outboxRows: await outboxRowsWritten(s.db), profile: profileDir !== null ? dispatcherProfile(profileDir, times) : null };
   } finally {
     await s.drop();
   }

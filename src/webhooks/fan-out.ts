@@ -217,8 +217,9 @@ export class FanOut {
     }
     const lastPosition = BigInt(last.position);
     if (rows.length >= limit) {
-      // Sized for what the first lane can take once this batch's rows are in it.
-      const nextLimit = this.#readSize(rows.length);
+      // Sized for what the first lane can take once this batch's deliveries are in it (rows
+      // with a payload: their tenant has a URL for their type).
+      const nextLimit = this.#readSize(rows.reduce((n, r) => (r.payload !== null ? n + 1 : n), 0));
       const next = this.#read(lastPosition, nextLimit);
       next.catch(() => {});
       this.#prefetch = { after: lastPosition, limit: nextLimit, rows: next };
@@ -316,7 +317,7 @@ export class FanOut {
 
   /**
    * How many events to read next: the batch size, or no more than the first lane can start or
-   * queue (less `pending`, events read but not yet handed over), so that what is read goes out
+   * queue (less `pending`, deliveries read but not yet handed over), so that what is read goes out
    * from the log rather than into the outbox; at least MIN_READ, so the fan-out never stops.
    */
   #readSize(pending: number): number {

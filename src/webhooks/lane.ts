@@ -204,7 +204,7 @@ export class Lane {
       return 'reserved';
     }
     const promised = this.#promised.get(url) ?? 0;
-    if (this.#queuedTotal < o.concurrency * QUEUE_PER_SLOT && promised < o.perUrl * QUEUE_PER_SLOT) {
+    if (this.#queuedTotal < this.#queueCap && promised < o.perUrl * QUEUE_PER_SLOT) {
       this.#promised.set(url, promised + 1);
       this.#queuedTotal += 1;
       return 'queued';
@@ -240,11 +240,15 @@ export class Lane {
   room(maxWaitMs: number): Promise<boolean> {
     if (this.#backlog < this.#backlogMark || this.#stopped) return Promise.resolve(false);
     return new Promise((resolve) => {
-      const timer = setTimeout(done, maxWaitMs);
-      function done(): void {
+      const done = (): void => {
         clearTimeout(timer);
         resolve(true);
-      }
+      };
+      // Timed out: no longer waiting (a saturated lane must not collect one waiter per poll).
+      const timer = setTimeout(() => {
+        this.#roomWaiters = this.#roomWaiters.filter((w) => w !== done);
+        done();
+      }, maxWaitMs);
       this.#roomWaiters.push(done);
     });
   }
@@ -253,7 +257,12 @@ export class Lane {
   capacity(): number {
     if (this.#stopped) return 0;
     const o = this.options;
-    return Math.max(0, o.concurrency - this.#total) + Math.max(0, o.concurrency * QUEUE_PER_SLOT - this.#queuedTotal);
+    return Math.max(0, o.concurrency - this.#total) + Math.max(0, this.#queueCap - this.#queuedTotal);
+  }
+
+  /** First attempts from the fan-out the lane may hold queued over all URLs. */
+  get #queueCap(): number {
+    return this.options.concurrency * QUEUE_PER_SLOT;
   }
 
   get #backlogMark(): number {

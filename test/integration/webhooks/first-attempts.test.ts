@@ -27,17 +27,14 @@ const CASES = [
 
 type DispatcherSettings = Parameters<typeof startDispatcher>[1];
 
-/** A database with one Version 1 open URL on a receiver answering 200 after `delayMs`, and a dispatcher; torn down after the block. */
-function withDispatcher(dialect: (typeof DIALECTS)[number], delayMs: number, settings: DispatcherSettings) {
-  const ctx = {} as { db: Db; receiver: WebhookReceiver; dispatcher: Dispatcher };
+/** A database and a receiver answering 200 after `delayMs`; the test starts its dispatcher (`ctx.dispatcher`); all torn down after the block. */
+function withReceiver(dialect: (typeof DIALECTS)[number], delayMs: number, setup: (db: Db) => Promise<void> = async () => {}) {
+  const ctx = {} as { db: Db; receiver: WebhookReceiver; dispatcher?: Dispatcher };
   let cleanup: (() => Promise<void>) | undefined;
   beforeAll(async () => {
-    let db: Db;
-    ({ db, cleanup } = await openMigratedDb(dialect));
-    ctx.db = db;
+    ({ db: ctx.db, cleanup } = await openMigratedDb(dialect));
     ctx.receiver = await WebhookReceiver.start(() => ({ status: 200, delayMs }));
-    await hook(db, '1', { EventType: 'open', Url: ctx.receiver.url('/v1/open') });
-    ctx.dispatcher = await startDispatcher(db, settings);
+    await setup(ctx.db);
   });
   afterAll(async () => {
     await ctx.dispatcher?.stop();
@@ -45,6 +42,16 @@ function withDispatcher(dialect: (typeof DIALECTS)[number], delayMs: number, set
     await cleanup?.();
   });
   return ctx;
+}
+
+/** withReceiver, with one Version 1 open URL and a dispatcher started before the tests. */
+function withDispatcher(dialect: (typeof DIALECTS)[number], delayMs: number, settings: DispatcherSettings) {
+  const ctx = withReceiver(dialect, delayMs);
+  beforeAll(async () => {
+    await hook(ctx.db, '1', { EventType: 'open', Url: ctx.receiver.url('/v1/open') });
+    ctx.dispatcher = await startDispatcher(ctx.db, settings);
+  });
+  return ctx as Required<typeof ctx>;
 }
 
 /** Appends `n` opens and checks each reached the receiver exactly once. */
@@ -82,23 +89,6 @@ describe.each(DIALECTS)('first attempts queued longer than they may wait on %s',
     expect(new Set(attempts.map((a) => a.delivery_id)).size).toBe(12);
   });
 });
-
-/** A database and a receiver answering 200 after `delayMs`; the test starts its dispatcher (`ctx.dispatcher`); all torn down after the block. */
-function withReceiver(dialect: (typeof DIALECTS)[number], delayMs: number, setup: (db: Db) => Promise<void> = async () => {}) {
-  const ctx = {} as { db: Db; receiver: WebhookReceiver; dispatcher?: Dispatcher };
-  let cleanup: (() => Promise<void>) | undefined;
-  beforeAll(async () => {
-    ({ db: ctx.db, cleanup } = await openMigratedDb(dialect));
-    ctx.receiver = await WebhookReceiver.start(() => ({ status: 200, delayMs }));
-    await setup(ctx.db);
-  });
-  afterAll(async () => {
-    await ctx.dispatcher?.stop();
-    await ctx.receiver?.close();
-    await cleanup?.();
-  });
-  return ctx;
-}
 
 describe.each(DIALECTS)('first attempts left without an outcome by a crash, on %s', (dialect) => {
   const ctx = withReceiver(dialect, 0);
