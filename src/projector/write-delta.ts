@@ -22,6 +22,15 @@ export interface CheckpointMoves {
  * one is not where the batch expects (another runner moved it), nothing is written and the
  * result is false.
  *
+ * A write that moves checkpoints (the live projector's) commits without waiting for its WAL to
+ * reach the disk (`synchronous_commit = off` for its own transaction): read models are derived
+ * from the log, and the checkpoints move in the same transaction as the deltas, so a database
+ * crash can only take back the last few batches whole, and the projector folds them again from
+ * the log, whose appends do wait for the disk. The rows are visible as soon as the statement
+ * commits either way; what it saves is the flush, for which these writes queued behind ingest's
+ * commits (freshness bench at 5k/s, alternated runs: p99 132 ms against 234 ms, medians of five).
+ * A rebuild's shadow writes (no checkpoint) keep the default.
+ *
  * Rows travel as one array per column (see `sql-arrays.ts`), so the statement's text depends
  * only on which tables get which kind of change: a handful of texts, each a prepared statement
  * (see `statements.ts`). Tables come in registry order, as a rebuild's swap locks them.
@@ -197,7 +206,8 @@ function writeText(parts: readonly Pick<Part, 'kind' | 'spec'>[], suffix: string
     }
   });
   if (ctes.length === 0) return 'SELECT true AS ok';
-  return `WITH ${ctes.join(',\n')}\nSELECT ${ok} AS ok`;
+  const asyncCommit = moves > 0 ? `, set_config('synchronous_commit', 'off', true) AS commit_mode` : '';
+  return `WITH ${ctes.join(',\n')}\nSELECT ${ok} AS ok${asyncCommit}`;
 }
 
 /** Inserts rows; with `replace`, a row whose key is already there takes the new values. */

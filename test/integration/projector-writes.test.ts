@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_KEY, bigints, col } from '../../projections/kit/columns.js';
 import type { Projection } from '../../projections/kit/types.js';
@@ -8,7 +8,7 @@ import { Delta } from '../../src/projector/contribution.js';
 import { arrayLiteral } from '../../src/projector/sql-arrays.js';
 import { run, statement } from '../../src/projector/statements.js';
 import { ensureProjectionTables } from '../../src/projector/tables.js';
-import { writeDeltas } from '../../src/projector/write-delta.js';
+import { writeDeltas, writeQuery } from '../../src/projector/write-delta.js';
 import { DIALECTS, openMigratedDb } from '../support/databases.js';
 import { tableRows } from '../support/projections.js';
 
@@ -101,5 +101,21 @@ describe.each(DIALECTS)('projector writes on %s', (dialect) => {
       { api_key_id: '1', label: 'c', n: '0', m: '1', top: null },
     ]);
     expect(await tableRows(db, 'probe_rows')).toEqual([{ api_key_id: '1', message_id: '100', note: 'second', flag: false }]);
+  });
+
+  it('commits a write that moves checkpoints without waiting for the disk, for its own transaction only', async () => {
+    await sql`UPDATE checkpoints SET position = 30 WHERE name = ${probe.name}`.execute(db.kysely);
+    const { statement: live, params } = writeQuery([delta([['d', [1, 1], [1]]])], '', { moves: [{ name: probe.name, expected: 30n }], to: 31n });
+    // One connection throughout: the setting must end with the write's transaction, or the
+    // appends that run on this connection next would not wait for the disk either.
+    const seen = await db.kysely.connection().execute(async (conn) => {
+      const { rows } = await conn.executeQuery<{ ok: boolean; commit_mode: string }>(CompiledQuery.raw(live.text, params));
+      const after = await sql<{ synchronous_commit: string }>`SHOW synchronous_commit`.execute(conn);
+      return { row: rows[0], after: after.rows[0]?.synchronous_commit };
+    });
+    expect(seen.row).toEqual({ ok: true, commit_mode: 'off' });
+    expect(seen.after).toBe('on');
+    // A rebuild's shadow writes move no checkpoint and keep the default.
+    expect(writeQuery([delta([['d', [1, 1], [1]]])], '_shadow', null).statement.text).not.toMatch(/synchronous_commit/);
   });
 });
