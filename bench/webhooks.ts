@@ -25,6 +25,9 @@ import { rawPostLoop } from './webhooks/raw-loop.js';
  *   ninth taking a third of the traffic), t0 = the append's commit, t1 = arrival at the
  *   receiver, over the 8 tenants' events after a warm-up; then the same run with the ninth
  *   tenant's 7 endpoints slow (answering after 5 s): the change in the others' p99.
+ * Beside each rate, the CPU each side spent per request: the raw loop's process and the
+ * receiver's for the baseline; the dispatcher's, Postgres's and the receiver's for Version 1
+ * (all of them share the machine, so on a small one their sum bounds the rate).
  * A run is void unless every event arrived (the receiver's distinct ids = events published).
  * Both sides of the throughput ratio are steady states: one untimed raw loop warms the bench
  * process and the receiver before the first run, and the Version 1 rate counts from the arrival
@@ -53,19 +56,21 @@ export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
     const body = JSON.stringify(rawEvent('1', 'open', 'raw'));
     await rawPostLoop(receiver.url('/raw'), body, count, 64);
     for (let run = 1; run <= opts.runs; run++) {
+      const receiverCpu = cpuMs(receiver.pid);
       const raw = await rawPostLoop(receiver.url('/raw'), body, count, 64);
       const rawRate = (raw.ok * 1000) / raw.ms;
-      progress(`run ${run}: raw loop ${Math.round(rawRate)}/s (${raw.cpuUsPerRequest.toFixed(1)} µs CPU per request in this process)`);
+      const rawReceiverCpuUs = Math.round(((cpuMs(receiver.pid) - receiverCpu) * 1000) / count);
+      progress(`run ${run}: raw loop ${Math.round(rawRate)}/s (${raw.cpuUsPerRequest.toFixed(1)} µs CPU per request in this process, receiver ${rawReceiverCpuUs} µs)`);
       const v1 = await throughput(cleanup, receiver, 1, count, profileDir !== null ? `${profileDir}/v1-run-${run}` : null);
       if (v1.profile !== null) progress(formatProfileSummary(v1.profile));
-      progress(`run ${run}: Version 1 ${Math.round(v1.perSec)} deliveries/s (${Math.round(v1.wholePerSec)}/s over the whole window; dispatcher ${v1.dispatcherCpuUsPerEvent} µs CPU each, Postgres ${v1.postgresCpuUsPerEvent} µs; ${v1.outboxRows} outbox rows; machine busy ${pct(v1.machine.busy)}, CPU pressure ${pct(v1.machine.cpuPressure)})`);
+      progress(`run ${run}: Version 1 ${Math.round(v1.perSec)} deliveries/s (${Math.round(v1.wholePerSec)}/s over the whole window; dispatcher ${v1.dispatcherCpuUsPerEvent} µs CPU each, Postgres ${v1.postgresCpuUsPerEvent} µs, receiver ${v1.receiverCpuUsPerEvent} µs; ${v1.outboxRows} outbox rows; machine busy ${pct(v1.machine.busy)}, CPU pressure ${pct(v1.machine.cpuPressure)})`);
       const v2 = await throughput(cleanup, receiver, 2, count * 3);
       progress(`run ${run}: Version 2 ${Math.round(v2.perSec)} events/s in ${v2.requests} requests (dispatcher ${v2.dispatcherCpuUsPerEvent} µs CPU per event)`);
       const rate = Math.max(100, Math.round(v1.perSec / 2));
       const calm = await latency(cleanup, receiver, rate, false);
       progress(`run ${run}: at ${rate}/s p50 ${calm.p50} p99 ${calm.p99} max ${calm.max} ms (CPU pressure ${pct(calm.machine.cpuPressure)})`);
       const slow = await latency(cleanup, receiver, rate, true);
-      const r: RunResult = { rawRate, rawCpuUsPerRequest: raw.cpuUsPerRequest, v1, v2, rate, calm, slow };
+      const r: RunResult = { rawRate, rawCpuUsPerRequest: raw.cpuUsPerRequest, rawReceiverCpuUs, v1, v2, rate, calm, slow };
       runs.push(r);
       process.stderr.write(
         `run ${run}: raw ${Math.round(rawRate)}/s | v1 ${Math.round(v1.perSec)} deliveries/s | v2 ${Math.round(v2.perSec)} events/s | at ${rate}/s p50 ${calm.p50} p99 ${calm.p99} ms | with a slow endpoint p99 ${slow.p99} ms (CPU pressure ${pct(slow.machine.cpuPressure)})\n`,
@@ -82,6 +87,8 @@ export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
       rawCpuUsPerRequest: Number(median(runs.map((r) => r.rawCpuUsPerRequest)).toFixed(1)),
       v1DispatcherCpuUsPerDelivery: Math.round(median(runs.map((r) => r.v1.dispatcherCpuUsPerEvent))),
       v1PostgresCpuUsPerDelivery: Math.round(median(runs.map((r) => r.v1.postgresCpuUsPerEvent))),
+      rawReceiverCpuUsPerRequest: Math.round(median(runs.map((r) => r.rawReceiverCpuUs))),
+      v1ReceiverCpuUsPerDelivery: Math.round(median(runs.map((r) => r.v1.receiverCpuUsPerEvent))),
       v1OutboxRows: Math.round(median(runs.map((r) => r.v1.outboxRows))),
       v2EventsPerSec: Math.round(median(runs.map((r) => r.v2.perSec))),
       v2DispatcherCpuUsPerEvent: Math.round(median(runs.map((r) => r.v2.dispatcherCpuUsPerEvent))),
@@ -131,6 +138,8 @@ interface Throughput {
   dispatcherCpuUsPerEvent: number;
   /** Postgres's CPU time (all its processes) per event (µs) over the same span. */
   postgresCpuUsPerEvent: number;
+  /** The receiver's CPU time per event (µs) over the same span. */
+  receiverCpuUsPerEvent: number;
   machine: MachineLoad;
   /** Rows the run wrote to the outbox (Version 1: first attempts not sent straight from the log, and retries). */
   outboxRows: number;
@@ -148,6 +157,8 @@ interface RunResult {
   rawRate: number;
   /** The raw loop's own CPU per request (µs). */
   rawCpuUsPerRequest: number;
+  /** The receiver's CPU per request of the raw loop (µs). */
+  rawReceiverCpuUs: number;
   v1: Throughput;
   v2: Throughput;
   rate: number;
@@ -186,17 +197,18 @@ async function throughput(cleanup: Cleanup, receiver: Receiver, version: 1 | 2, 
     let times: { firstAt: number; doneAt: number };
     try {
       // The dispatcher's CPU from its first delivery on (startup, module loading, left out).
-      let first: { cpu: number; postgresCpu: Map<number, number>; events: number; at: number } | null = null;
+      let first: { cpu: number; postgresCpu: Map<number, number>; receiverCpu: number; events: number; at: number } | null = null;
       const report = await until(
         receiver,
         (r) => {
-          if (first === null && r.events > 0) first = { cpu: cpuMs(child.pid ?? 0), postgresCpu: postgresCpuByPid(), events: r.events, at: Date.now() };
+          if (first === null && r.events > 0) first = { cpu: cpuMs(child.pid ?? 0), postgresCpu: postgresCpuByPid(), receiverCpu: cpuMs(receiver.pid), events: r.events, at: Date.now() };
           return r.events >= count;
         },
         120_000,
       );
-      const start = first ?? { cpu: 0, postgresCpu: new Map<number, number>(), events: 0, at: Date.now() };
+      const start = first ?? { cpu: 0, postgresCpu: new Map<number, number>(), receiverCpu: 0, events: 0, at: Date.now() };
       const cpu = cpuMs(child.pid ?? 0) - start.cpu;
+      const receiverCpu = cpuMs(receiver.pid) - start.receiverCpu;
       // Backends started since (the dispatcher's pool growing) count in full.
       const postgresCpu = [...postgresCpuByPid()].reduce((sum, [pid, ms]) => sum + ms - (start.postgresCpu.get(pid) ?? 0), 0);
       times = { firstAt: start.at, doneAt: Date.now() };
@@ -212,6 +224,7 @@ async function throughput(cleanup: Cleanup, receiver: Receiver, version: 1 | 2, 
         ms: Math.round(ms),
         dispatcherCpuUsPerEvent: Math.round((cpu * 1000) / Math.max(1, count - start.events)),
         postgresCpuUsPerEvent: Math.round((postgresCpu * 1000) / Math.max(1, count - start.events)),
+        receiverCpuUsPerEvent: Math.round((receiverCpu * 1000) / Math.max(1, count - start.events)),
         machine,
       };
     } finally {
