@@ -109,7 +109,7 @@ export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
     console.log(`results: ${file}`);
     const raw = { name: 'bare undici POST loop, same receiver', perRun: runs.map((r) => r.rawRate) };
     result.write({ events: count, runs: runs.length, latencyRate: summary.latencyRate }, [
-      { name: 'Version 1: deliveries/s (8 tenants × 7 URLs)', unit: 'deliveries/s', perRun: runs.map((r) => r.v1.perSec), baseline: raw, note: `from the tenth delivery on; over the whole window ${runs.map((r) => Math.round(r.v1.wholePerSec)).join(' · ')}/s; CPU per delivery: dispatcher ${summary.v1DispatcherCpuUsPerDelivery} µs, Postgres ${summary.v1PostgresCpuUsPerDelivery} µs; ${summary.v1OutboxRows} outbox rows of ${count} events; raw loop ${summary.rawCpuUsPerRequest} µs per request` },
+      { name: 'Version 1: deliveries/s (8 tenants × 7 URLs)', unit: 'deliveries/s', perRun: runs.map((r) => r.v1.perSec), baseline: raw, note: `from the tenth delivery on; over the whole window ${runs.map((r) => Math.round(r.v1.wholePerSec)).join(' · ')}/s; CPU per delivery: dispatcher ${summary.v1DispatcherCpuUsPerDelivery} µs, Postgres ${summary.v1PostgresCpuUsPerDelivery} µs, receiver ${summary.v1ReceiverCpuUsPerDelivery} µs; ${summary.v1OutboxRows} outbox rows of ${count} events; CPU per request of the raw loop: its own ${summary.rawCpuUsPerRequest} µs, receiver ${summary.rawReceiverCpuUsPerRequest} µs` },
       { name: 'Version 2: events/s (grouped, ≤100 per request)', unit: 'events/s', perRun: runs.map((r) => r.v2.perSec), baseline: raw, note: `${summary.v2Requests} requests` },
       {
         name: `commit → arrival p99 at ${summary.latencyRate}/s, one tenant's endpoints slow`,
