@@ -109,9 +109,15 @@ describe.each(DIALECTS)('projector writes on %s', (dialect) => {
     // One connection throughout: the setting must end with the write's transaction, or the
     // appends that run on this connection next would not wait for the disk either.
     const seen = await db.kysely.connection().execute(async (conn) => {
-      const { rows } = await conn.executeQuery<{ ok: boolean; commit_mode: string }>(CompiledQuery.raw(live.text, params));
-      const after = await sql<{ synchronous_commit: string }>`SHOW synchronous_commit`.execute(conn);
-      return { row: rows[0], after: after.rows[0]?.synchronous_commit };
+      // Whatever the server's default, this connection starts waiting for the disk.
+      await sql`SET synchronous_commit = on`.execute(conn);
+      try {
+        const { rows } = await conn.executeQuery<{ ok: boolean; commit_mode: string }>(CompiledQuery.raw(live.text, params));
+        const after = await sql<{ synchronous_commit: string }>`SHOW synchronous_commit`.execute(conn);
+        return { row: rows[0], after: after.rows[0]?.synchronous_commit };
+      } finally {
+        await sql`RESET synchronous_commit`.execute(conn);
+      }
     });
     expect(seen.row).toEqual({ ok: true, commit_mode: 'off' });
     expect(seen.after).toBe('on');
