@@ -146,7 +146,12 @@ export class Projector {
         const previous = writing;
         writing = null;
         await previous;
-        if (batch === null) break;
+        if (batch === null) {
+          // Nothing at all to do: make sure the database still has the checkpoints this runner
+          // last wrote (see #checkpointsWentBack); if not, fold again from where it has them.
+          if (!worked && (await this.#checkpointsWentBack(held))) continue;
+          break;
+        }
         const moves = cursors.filter((c) => batch.deltas.has(c.projection.name)).map((c) => ({ name: c.projection.name, expected: c.position }));
         for (const m of moves) this.#positions.set(m.name, batch.to);
         if ('entries' in batch && this.#cache.generation === generation) this.#cache.putAll((batch as CachedBatch).entries);
@@ -174,6 +179,25 @@ export class Projector {
     this.stats.cacheMisses = this.#cache.misses;
     this.stats.batches += 1;
     this.stats.events += batch.events;
+  }
+
+  /**
+   * True if a checkpoint in the database is not where this runner last moved it, and then
+   * positions and cache are forgotten. Live writes commit without waiting for the disk
+   * (write-delta.ts), so a database crash can take back the last batches; with new events the
+   * next write finds out (its checkpoints are not where it expects), but a quiet log brings no
+   * write, so an idle wake-up checks (one small query a poll, only when there is nothing to do).
+   */
+  async #checkpointsWentBack(held: readonly Projection[]): Promise<boolean> {
+    const known = held.filter((p) => this.#positions.has(p.name));
+    if (known.length === 0) return false;
+    const rows = await this.db.kysely.selectFrom('checkpoints').select(['name', 'position']).where('name', 'in', known.map((p) => p.name)).execute();
+    const moved = rows.filter((r) => r.position !== this.#positions.get(r.name));
+    if (moved.length === 0) return false;
+    this.log.warn({ projections: moved.map((r) => r.name), at: moved.map((r) => String(r.position)) }, 'read model checkpoints are not where this runner left them (a database crash took back its last batches?); folding again from them');
+    this.#positions.clear();
+    this.#cache.clear();
+    return true;
   }
 
   /** Each held projection and its checkpoint: from the database when one is not known here yet. */
