@@ -50,21 +50,23 @@ export class Wakeup {
     this.#waiter?.();
   }
 
-  async wait(ms: number): Promise<void> {
+  /** True if a signal (or a stop) ended the wait, false if the timeout did. */
+  async wait(ms: number): Promise<boolean> {
     if (this.#pending || this.#stopped) {
       this.#pending = false;
-      return;
+      return true;
     }
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, ms);
-      function done() {
+    const signaled = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => done(false), ms);
+      function done(signal: boolean) {
         clearTimeout(timer);
-        resolve();
+        resolve(signal);
       }
-      this.#waiter = done;
+      this.#waiter = () => done(true);
     });
     this.#waiter = null;
     this.#pending = false;
+    return signaled;
   }
 
   async stop(): Promise<void> {

@@ -92,11 +92,13 @@ export class Projector {
 
   async #run(): Promise<void> {
     let failures = 0;
+    // The last wait ended by its timeout: no append was announced meanwhile.
+    let quiet = false;
     while (!this.#stopped) {
       try {
-        const worked = await this.#drain();
+        const worked = await this.#drain(quiet);
         failures = 0;
-        if (!worked) await this.#wakeup.wait(this.options.pollMs);
+        quiet = worked ? false : !(await this.#wakeup.wait(this.options.pollMs));
       } catch (err) {
         // Re-read where the checkpoints are; the cached groups may be ahead of them.
         this.#positions.clear();
@@ -127,7 +129,7 @@ export class Projector {
    * checkpoints where that one left them. If a write fails, the batch folded meanwhile is dropped, and
    * `#run` forgets the positions and the cache, and starts again from the database.
    */
-  async #drain(): Promise<boolean> {
+  async #drain(quiet: boolean): Promise<boolean> {
     let worked = false;
     let writing: Promise<void> | null = null;
     try {
@@ -147,9 +149,10 @@ export class Projector {
         writing = null;
         await previous;
         if (batch === null) {
-          // Nothing at all to do: make sure the database still has the checkpoints this runner
-          // last wrote (see #checkpointsWentBack); if not, fold again from where it has them.
-          if (!worked && (await this.#checkpointsWentBack(held))) continue;
+          // Nothing at all to do after a quiet poll: make sure the database still has the
+          // checkpoints this runner last wrote (see #checkpointsWentBack); if not, fold again
+          // from where it has them.
+          if (!worked && quiet && (await this.#checkpointsWentBack(held))) continue;
           break;
         }
         const moves = cursors.filter((c) => batch.deltas.has(c.projection.name)).map((c) => ({ name: c.projection.name, expected: c.position }));
@@ -186,7 +189,8 @@ export class Projector {
    * positions and cache are forgotten. Live writes commit without waiting for the disk
    * (write-delta.ts), so a database crash can take back the last batches; with new events the
    * next write finds out (its checkpoints are not where it expects), but a quiet log brings no
-   * write, so an idle wake-up checks (one small query a poll, only when there is nothing to do).
+   * write, so a wake-up by the poll's timeout with nothing to do checks: one small query per
+   * `pollMs` while the log is quiet, none while appends keep coming.
    */
   async #checkpointsWentBack(held: readonly Projection[]): Promise<boolean> {
     const known = held.filter((p) => this.#positions.has(p.name));
