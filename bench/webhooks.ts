@@ -209,6 +209,8 @@ async function throughput(cleanup: Cleanup, receiver: Receiver, version: 1 | 2, 
       const start = first ?? { cpu: 0, postgresCpu: new Map<number, number>(), receiverCpu: 0, events: 0, at: Date.now() };
       const cpu = cpuMs(child.pid ?? 0) - start.cpu;
       const receiverCpu = cpuMs(receiver.pid) - start.receiverCpu;
+      // CPU ms over the span → µs per event delivered in it.
+      const usPerEvent = (ms: number) => Math.round((ms * 1000) / Math.max(1, count - start.events));
       // Backends started since (the dispatcher's pool growing) count in full.
       const postgresCpu = [...postgresCpuByPid()].reduce((sum, [pid, ms]) => sum + ms - (start.postgresCpu.get(pid) ?? 0), 0);
       times = { firstAt: start.at, doneAt: Date.now() };
@@ -222,9 +224,9 @@ async function throughput(cleanup: Cleanup, receiver: Receiver, version: 1 | 2, 
         events: report.events,
         requests: report.requests,
         ms: Math.round(ms),
-        dispatcherCpuUsPerEvent: Math.round((cpu * 1000) / Math.max(1, count - start.events)),
-        postgresCpuUsPerEvent: Math.round((postgresCpu * 1000) / Math.max(1, count - start.events)),
-        receiverCpuUsPerEvent: Math.round((receiverCpu * 1000) / Math.max(1, count - start.events)),
+        dispatcherCpuUsPerEvent: usPerEvent(cpu),
+        postgresCpuUsPerEvent: usPerEvent(postgresCpu),
+        receiverCpuUsPerEvent: usPerEvent(receiverCpu),
         machine,
       };
     } finally {

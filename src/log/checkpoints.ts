@@ -7,6 +7,13 @@ export async function readCheckpoint(db: Kysely<Database>, name: string): Promis
   return row?.position ?? 0n;
 }
 
+/** The positions of the named checkpoints that exist, by name. */
+export async function readCheckpoints(db: Kysely<Database>, names: readonly string[]): Promise<Map<string, bigint>> {
+  if (names.length === 0) return new Map();
+  const rows = await db.selectFrom('checkpoints').select(['name', 'position']).where('name', 'in', names).execute();
+  return new Map(rows.map((r) => [r.name, r.position]));
+}
+
 /**
  * Moves a checkpoint from `expected` to `next`, in the caller's transaction. Returns false when
  * someone else moved it first (a second runner): the caller must roll back its batch.

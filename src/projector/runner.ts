@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Projection } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
 import { describeError, isTransientDbError } from '../db/errors.js';
-import { ensureCheckpoints } from '../log/checkpoints.js';
+import { ensureCheckpoints, readCheckpoints } from '../log/checkpoints.js';
 import { releaseLease, tryAcquireLease } from '../log/leases.js';
 import type { Logger } from '../logger.js';
 import { type Batch, computeBatch, type Cursor } from './batch.js';
@@ -101,8 +101,7 @@ export class Projector {
         quiet = worked ? false : !(await this.#wakeup.wait(this.options.pollMs));
       } catch (err) {
         // Re-read where the checkpoints are; the cached groups may be ahead of them.
-        this.#positions.clear();
-        this.#cache.clear();
+        this.#forget();
         failures += 1;
         this.stats.errors += 1;
         if (err instanceof CheckpointMoved && failures === 1) {
@@ -193,22 +192,24 @@ export class Projector {
    * `pollMs` while the log is quiet, none while appends keep coming.
    */
   async #checkpointsWentBack(held: readonly Projection[]): Promise<boolean> {
-    const known = held.filter((p) => this.#positions.has(p.name));
-    if (known.length === 0) return false;
-    const rows = await this.db.kysely.selectFrom('checkpoints').select(['name', 'position']).where('name', 'in', known.map((p) => p.name)).execute();
-    const moved = rows.filter((r) => r.position !== this.#positions.get(r.name));
+    const stored = await readCheckpoints(this.db.kysely, held.filter((p) => this.#positions.has(p.name)).map((p) => p.name));
+    const moved = [...stored].filter(([name, position]) => position !== this.#positions.get(name));
     if (moved.length === 0) return false;
-    this.log.warn({ projections: moved.map((r) => r.name), at: moved.map((r) => String(r.position)) }, 'read model checkpoints are not where this runner left them (a database crash took back its last batches?); folding again from them');
+    this.log.warn({ projections: moved.map(([name]) => name), at: moved.map(([, position]) => String(position)) }, 'read model checkpoints are not where this runner left them (a database crash took back its last batches?); folding again from them');
+    this.#forget();
+    return true;
+  }
+
+  /** Positions and cached groups are read again from the database before the next batch. */
+  #forget(): void {
     this.#positions.clear();
     this.#cache.clear();
-    return true;
   }
 
   /** Each held projection and its checkpoint: from the database when one is not known here yet. */
   async #cursors(held: readonly Projection[]): Promise<Cursor[]> {
     if (held.some((p) => !this.#positions.has(p.name))) {
-      const rows = await this.db.kysely.selectFrom('checkpoints').select(['name', 'position']).where('name', 'in', held.map((p) => p.name)).execute();
-      for (const r of rows) this.#positions.set(r.name, r.position);
+      for (const [name, position] of await readCheckpoints(this.db.kysely, held.map((p) => p.name))) this.#positions.set(name, position);
     }
     return held.map((projection) => ({ projection, position: this.#positions.get(projection.name) ?? 0n }));
   }

@@ -29,9 +29,8 @@ export interface CheckpointMoves {
  * the log, whose appends do wait for the disk (runner.ts notices: its next write, or an idle
  * wake-up, finds the checkpoints elsewhere). The rows are visible as soon as the statement
  * commits either way; what it saves is the flush, for which these writes queued behind ingest's
- * commits (freshness bench at 5k/s, nine alternated pairs of runs: visible p99 168 ms against 257 ms,
- * in the log p99 33 ms against 54 ms, medians; p50 50 ms either way).
- * A rebuild's shadow writes (no checkpoint) keep the default.
+ * commits (the freshness bench's p99 at 5k/s, in the README). A rebuild's shadow writes (no
+ * checkpoint) keep the default.
  *
  * Rows travel as one array per column (see `sql-arrays.ts`), so the statement's text depends
  * only on which tables get which kind of change: a handful of texts, each a prepared statement
