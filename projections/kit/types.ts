@@ -71,6 +71,15 @@ export type Value = string | number | boolean | null;
  * `rows`: each row belongs to one group (its key says which); a group's rows are replaced when
  * its contribution changes.
  */
+/**
+ * Percent of each table page that inserts fill (Postgres's `fillfactor`, 100 when unset). A
+ * table whose rows every later event of a message rewrites leaves room on each page, so the
+ * update can stay on the row's page without touching any index (a HOT update), provided the
+ * columns it changes are in no index: such a table keeps its often-changing columns out of
+ * `indexes` (see `messages.ts`).
+ */
+export type Fillfactor = 70 | 80 | 90 | 100;
+
 export type TableSpec =
   | {
       readonly kind: 'counters';
@@ -80,6 +89,8 @@ export type TableSpec =
       readonly maxes?: readonly ColumnSpec[];
       readonly mins?: readonly ColumnSpec[];
       readonly indexes?: readonly (readonly string[])[];
+      /** See {@link Fillfactor}. */
+      readonly fillfactor?: Fillfactor;
     }
   | {
       readonly kind: 'rows';
@@ -87,6 +98,8 @@ export type TableSpec =
       readonly keys: readonly ColumnSpec[];
       readonly columns: readonly ColumnSpec[];
       readonly indexes?: readonly (readonly string[])[];
+      /** See {@link Fillfactor}. */
+      readonly fillfactor?: Fillfactor;
     };
 
 /**

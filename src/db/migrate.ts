@@ -3,6 +3,7 @@ import * as eventLog from './migrations/0001-event-log.js';
 import * as projections from './migrations/0002-projections.js';
 import * as webhooks from './migrations/0003-webhooks.js';
 import * as readModelNotify from './migrations/0004-read-model-notify.js';
+import * as hotReadModels from './migrations/0005-hot-read-models.js';
 import type { Database } from './schema.js';
 
 /** Every migration, in order. Listed by hand: no file-system discovery at run time. */
@@ -11,6 +12,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0002-projections': projections,
   '0003-webhooks': webhooks,
   '0004-read-model-notify': readModelNotify,
+  '0005-hot-read-models': hotReadModels,
 };
 
 export class MigrationError extends Error {

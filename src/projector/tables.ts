@@ -33,7 +33,8 @@ export function createTableStatements(spec: TableSpec, suffix = '', withIndexes 
   const sums = new Set(spec.kind === 'counters' ? spec.sums.map((c) => c.name) : []);
   const columns = allColumns(spec).map((c) => columnDdl(c, sums.has(c.name)));
   const key = withKey ? `, CONSTRAINT ${table}_pkey PRIMARY KEY (${spec.keys.map((k) => k.name).join(', ')})` : '';
-  const statements = [`CREATE TABLE IF NOT EXISTS ${table} (${columns.join(', ')}${key})`];
+  const storage = spec.fillfactor !== undefined ? ` WITH (fillfactor = ${spec.fillfactor})` : '';
+  const statements = [`CREATE TABLE IF NOT EXISTS ${table} (${columns.join(', ')}${key})${storage}`];
   if (withIndexes) statements.push(...createIndexStatements(spec, suffix));
   return statements;
 }
