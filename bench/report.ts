@@ -1,9 +1,9 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus, loadavg, totalmem } from 'node:os';
+import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { connect } from '@nats-io/transport-node';
 import { RESULTS_DIR } from './ingest/report.js';
-import type { BenchResult, Figure } from './support/result.js';
+import { type BenchResult, describeMachine, type Figure, machineFacts } from './support/result.js';
 import { NATS_URL, serverFacts } from './support/scratch.js';
 
 /**
@@ -114,7 +114,7 @@ export async function renderReport(): Promise<string> {
   const present = results.filter((b) => b.result !== null);
   const first = present.map((b) => b.result as BenchResult).sort((a, b) => a.startedAt.localeCompare(b.startedAt))[0];
   const server = await serverFacts().catch(() => ({}) as Record<string, string>);
-  const cpu = cpus();
+  const here = machineFacts();
   const lines: string[] = [
     '# Benchmarks',
     '',
@@ -126,11 +126,10 @@ export async function renderReport(): Promise<string> {
     'work included. ↓: lower is better. Other work may change the tree while benchmarks run: each',
     'benchmark records a commit (and the uncommitted files) with its result.',
     '',
-    ...overloadWarning(present.map((b) => b.result as BenchResult), cpu.length),
+    ...overloadWarning(present.map((b) => b.result as BenchResult), here.cores),
     '## Machine',
     '',
-    `- CPU: ${cpu[0]?.model ?? '?'}, ${cpu.length} cores`,
-    `- Memory: ${(totalmem() / 2 ** 30).toFixed(1)} GiB`,
+    `- This report was generated on: ${describeMachine(here)}. Each benchmark below names the machine it ran on (sessions may run on different ones).`,
     `- Load average at the start of the first benchmark (${first?.startedAt.slice(0, 16).replace('T', ' ') ?? '–'} UTC): ${first?.load.start.join(', ') ?? '–'}; now: ${loadavg().map((x) => x.toFixed(2)).join(', ')}`,
     '',
     '## Versions',
@@ -157,7 +156,7 @@ export async function renderReport(): Promise<string> {
     const overlapping = present.filter((o) => o.result !== r && o.result !== null && o.result.startedAt < r.finishedAt && r.startedAt < o.result.finishedAt).map((o) => o.name);
     const size = b.isDefault(r.params) ? `default size (${b.defaults})` : `**smaller than the default (${b.defaults})**`;
     lines.push(
-      `${r.startedAt.slice(0, 16).replace('T', ' ')} → ${r.finishedAt.slice(11, 16)} UTC; ${Object.entries(r.params).map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join(', ')}; ${size}. mailtally at ${sourceText(r)}.${overlapping.length > 0 ? ` **Ran at the same time as ${overlapping.join(', ')}** (each perturbed the other).` : ''}`,
+      `${r.startedAt.slice(0, 16).replace('T', ' ')} → ${r.finishedAt.slice(11, 16)} UTC; ${Object.entries(r.params).map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join(', ')}; ${size}. mailtally at ${sourceText(r)}. Machine: ${r.machine !== undefined ? describeMachine(r.machine) : 'not recorded with this result'}.${overlapping.length > 0 ? ` **Ran at the same time as ${overlapping.join(', ')}** (each perturbed the other).` : ''}`,
       '',
       '| figure | median | same-run baseline | ratio | per run | load | notes |',
       '|---|---|---|---|---|---|---|',

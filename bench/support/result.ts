@@ -1,5 +1,5 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { cpus, loadavg, totalmem } from 'node:os';
 import { median, RESULTS_DIR, sourceVersion } from '../ingest/report.js';
 import { machineLoad, sampleMachine } from './proc.js';
 
@@ -31,8 +31,25 @@ export interface BenchResult {
   /** Load averages (1, 5, 15 min) at start and end; the share of all cores busy (anyone's work) and CPU pressure in between. */
   load: { start: number[]; end: number[]; busy: number; cpuPressure: number };
   source: ReturnType<typeof sourceVersion>;
+  /** The machine the benchmark ran on (absent from results recorded before it was kept). */
+  machine?: MachineFacts;
   figures: Figure[];
   notes: string[];
+}
+
+export interface MachineFacts {
+  cpu: string;
+  cores: number;
+  memoryGiB: number;
+}
+
+export function machineFacts(): MachineFacts {
+  const cpu = cpus();
+  return { cpu: cpu[0]?.model ?? '?', cores: cpu.length, memoryGiB: round2(totalmem() / 2 ** 30) };
+}
+
+export function describeMachine(m: MachineFacts): string {
+  return `${m.cpu}, ${m.cores} cores, ${m.memoryGiB.toFixed(1)} GiB`;
 }
 
 export interface FigureInput {
@@ -77,6 +94,7 @@ export function startResult(bench: string) {
         params,
         load: { start: loadStart, end: loadavg().map(round2), busy: round2(machine.busy), cpuPressure: round2(machine.cpuPressure) },
         source,
+        machine: machineFacts(),
         figures: figures.map(figure),
         notes,
       };
