@@ -65,13 +65,6 @@ export interface ColumnSpec {
 export type Value = string | number | boolean | null;
 
 /**
- * `counters`: rows keyed by `keys`, every group adds to `sums` (retracting what it added
- * before); `maxes` / `mins` only ever move one way because a group's event set only grows.
- * A row whose sums all return to zero is deleted.
- * `rows`: each row belongs to one group (its key says which); a group's rows are replaced when
- * its contribution changes.
- */
-/**
  * Percent of each table page that inserts fill (Postgres's `fillfactor`, 100 when unset). A
  * table whose rows every later event of a message rewrites leaves room on each page, so the
  * update can stay on the row's page without touching any index (a HOT update), provided the
@@ -80,6 +73,13 @@ export type Value = string | number | boolean | null;
  */
 export type Fillfactor = 70 | 80 | 90 | 100;
 
+/**
+ * `counters`: rows keyed by `keys`, every group adds to `sums` (retracting what it added
+ * before); `maxes` / `mins` only ever move one way because a group's event set only grows.
+ * A row whose sums all return to zero is deleted.
+ * `rows`: each row belongs to one group (its key says which); a group's rows are replaced when
+ * its contribution changes.
+ */
 export type TableSpec =
   | {
       readonly kind: 'counters';
