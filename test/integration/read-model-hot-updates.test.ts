@@ -4,7 +4,7 @@ import { contactStatistics } from '../../projections/contact-statistics.js';
 import { listRecipientStatistics } from '../../projections/list-recipient-statistics.js';
 import { messages } from '../../projections/messages.js';
 import type { Db } from '../../src/db/connect.js';
-import { up as migrationUp } from '../../src/db/migrations/0005-hot-read-models.js';
+import { down as migrationDown, up as migrationUp } from '../../src/db/migrations/0005-hot-read-models.js';
 import { type Batch, computeBatch } from '../../src/projector/batch.js';
 import { ensureProjectionTables } from '../../src/projector/tables.js';
 import { writeQuery } from '../../src/projector/write-delta.js';
@@ -92,5 +92,20 @@ describe.each(DIALECTS)('read models rewritten by every event on %s', (dialect) 
     expect(rows[0]?.n).toBe('3');
     const indexed = await sql<{ indexname: string }>`SELECT indexname FROM pg_indexes WHERE tablename IN (${sql.join(TABLES)}) AND indexdef ~ '(status|last_activity_at)'`.execute(db.kysely);
     expect(indexed.rows).toEqual([]);
+  });
+
+  it('are put back as they were by migration 0005 going down', async () => {
+    const kysely = db.kysely as unknown as Kysely<unknown>;
+    await migrationDown(kysely);
+    const { rows } = await sql<{ relname: string; reloptions: string[] | null }>`
+      SELECT relname, reloptions FROM pg_class WHERE relname IN (${sql.join(TABLES)}) ORDER BY relname`.execute(db.kysely);
+    expect(rows).toEqual(TABLES.toSorted().map((relname) => ({ relname, reloptions: null })));
+    const indexed = await sql<{ indexname: string }>`SELECT indexname FROM pg_indexes WHERE tablename IN (${sql.join(TABLES)}) AND indexdef ~ '(status|last_activity_at)' ORDER BY indexname`.execute(db.kysely);
+    expect(indexed.rows.map((r) => r.indexname)).toEqual([
+      'contact_stats__api_key_id_last_activity_at_idx',
+      'list_recipient_stats__api_key_id_last_activity_at_idx',
+      'messages__api_key_id_status_idx',
+    ]);
+    await migrationUp(kysely);
   });
 });
