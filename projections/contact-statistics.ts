@@ -3,12 +3,7 @@ import { DISTINCT_SUMS, distinctCounts } from './kit/distinct.js';
 import { messageFacts } from './kit/message-facts.js';
 import type { Group, Output, Projection } from './kit/types.js';
 
-/**
- * /contactstatistics: distinct-message counts per recipient (keyed by email; ContactID kept).
- * Each event of a recipient's messages rewrites the row, so `last_activity_at` is not indexed
- * and pages keep a fifth free (HOT updates, as in `messages.ts`): a LastActivityAt sort or
- * filter reads the tenant's rows.
- */
+/** /contactstatistics: distinct-message counts per recipient (keyed by email; ContactID kept). */
 export const contactStatistics: Projection = {
   name: 'contact-statistics',
   version: 1,
@@ -20,8 +15,7 @@ export const contactStatistics: Projection = {
       keys: [API_KEY, col('email', 'text')],
       sums: bigints(...DISTINCT_SUMS),
       maxes: [col('contact_id', 'bigint', true), col('last_activity_at', 'bigint', true)],
-      indexes: [['api_key_id', 'contact_id']],
-      fillfactor: 80,
+      indexes: [['api_key_id', 'contact_id'], ['api_key_id', 'last_activity_at']],
     },
   ],
   project(group: Group, out: Output): void {

@@ -7,7 +7,6 @@ import type { Group, Output, Projection } from './kit/types.js';
 /**
  * /listrecipientstatistics: distinct-message counts per (list, recipient) for messages sent to a
  * list. `list_recipient_id` is a stable id derived from the tenant, list and address.
- * Like `contact-statistics.ts`: `last_activity_at` is not indexed and pages keep a fifth free.
  */
 export const listRecipientStatistics: Projection = {
   name: 'list-recipient-statistics',
@@ -21,8 +20,7 @@ export const listRecipientStatistics: Projection = {
       sums: bigints(...DISTINCT_SUMS),
       maxes: [col('list_recipient_id', 'bigint', true), col('contact_id', 'bigint', true), col('last_activity_at', 'bigint', true)],
       mins: [col('unsubscribed_at', 'bigint', true)],
-      indexes: [['api_key_id', 'list_recipient_id'], ['api_key_id', 'contact_id']],
-      fillfactor: 80,
+      indexes: [['api_key_id', 'list_recipient_id'], ['api_key_id', 'contact_id'], ['api_key_id', 'last_activity_at']],
     },
   ],
   project(group: Group, out: Output): void {
