@@ -17,6 +17,13 @@ async function indexDefinitions(db: Db): Promise<string[]> {
   return rows.map((r) => r.def);
 }
 
+/** The read-model tables' storage options (`fillfactor`), by table. */
+async function storageOptions(db: Db): Promise<string[]> {
+  const { rows } = await sql<{ t: string }>`
+    SELECT relname || ' ' || coalesce(array_to_string(reloptions, ','), '-') AS t FROM pg_class WHERE relkind = 'r' AND relname = ANY(${TABLES}) ORDER BY relname`.execute(db.kysely);
+  return rows.map((r) => r.t);
+}
+
 async function primaryKeys(db: Db): Promise<string[]> {
   const { rows } = await sql<{ name: string }>`
     SELECT conname AS name FROM pg_constraint WHERE contype = 'p' AND conrelid::regclass::text = ANY(${TABLES}) ORDER BY conname`.execute(db.kysely);
@@ -58,14 +65,17 @@ describe.each(DIALECTS)('replay on %s', (dialect) => {
   // A rebuild builds its tables' keys and indexes its own way (on Postgres: row tables indexed
   // while they load, counter tables keyed and indexed after): what it swaps in must be what the
   // live projector created, and the projector must go on writing into it.
-  it('swaps in tables with the live ones’ primary keys and indexes, which take the projector’s next writes', async () => {
+  it('swaps in tables with the live ones’ primary keys, indexes and storage options, which take the projector’s next writes', async () => {
     const indexes = await indexDefinitions(db);
     const keys = await primaryKeys(db);
+    const storage = await storageOptions(db);
+    expect(storage).toContain('messages fillfactor=80');
     expect(keys).toHaveLength(TABLES.length);
 
     const report = await replay(db, PROJECTIONS, { readBatch: 50, catchUpBatch: 100 });
     expect(await indexDefinitions(db)).toEqual(indexes);
     expect(await primaryKeys(db)).toEqual(keys);
+    expect(await storageOptions(db)).toEqual(storage);
     // Nothing came meanwhile: the rows it reports are the rows the tables hold.
     expect(report.rows).toBe(await rowCount(db));
 
