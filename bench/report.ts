@@ -3,7 +3,8 @@ import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { connect } from '@nats-io/transport-node';
 import { RESULTS_DIR } from './ingest/report.js';
-import { type BenchResult, describeMachine, type Figure, machineFacts } from './support/result.js';
+import { calibrate, describeCalibration } from './support/calibration.js';
+import { type BenchResult, describeCalibrations, describeMachine, type Figure, machineFacts } from './support/result.js';
 import { NATS_URL, serverFacts } from './support/scratch.js';
 
 /**
@@ -129,7 +130,8 @@ export async function renderReport(): Promise<string> {
     ...overloadWarning(present.map((b) => b.result as BenchResult), here.cores),
     '## Machine',
     '',
-    `- This report was generated on: ${describeMachine(here)}. Each benchmark below names the machine it ran on (sessions may run on different ones).`,
+    `- This report was generated on: ${describeMachine(here)}; ${describeCalibration(calibrate())}. Each benchmark below names the machine it ran on (sessions may run on different ones).`,
+    '- Calibration: a fixed piece of single-thread work (parse a raw event, write it as JSON, sign it with HMAC-SHA256, keep it in a map; `bench/support/calibration.ts`), timed in 5 rounds when each benchmark starts and ends: the best round\'s operations per second, then the median round\'s. A faster machine scores higher; a median well below the best means other work was taking the CPU. Compare absolute figures only between results with similar scores, and the same-run ratios anywhere.',
     `- Load average at the start of the first benchmark (${first?.startedAt.slice(0, 16).replace('T', ' ') ?? '–'} UTC): ${first?.load.start.join(', ') ?? '–'}; now: ${loadavg().map((x) => x.toFixed(2)).join(', ')}`,
     '',
     '## Versions',
@@ -156,7 +158,7 @@ export async function renderReport(): Promise<string> {
     const overlapping = present.filter((o) => o.result !== r && o.result !== null && o.result.startedAt < r.finishedAt && r.startedAt < o.result.finishedAt).map((o) => o.name);
     const size = b.isDefault(r.params) ? `default size (${b.defaults})` : `**smaller than the default (${b.defaults})**`;
     lines.push(
-      `${r.startedAt.slice(0, 16).replace('T', ' ')} → ${r.finishedAt.slice(11, 16)} UTC; ${Object.entries(r.params).map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join(', ')}; ${size}. mailtally at ${sourceText(r)}. Machine: ${r.machine !== undefined ? describeMachine(r.machine) : 'not recorded with this result'}.${overlapping.length > 0 ? ` **Ran at the same time as ${overlapping.join(', ')}** (each perturbed the other).` : ''}`,
+      `${r.startedAt.slice(0, 16).replace('T', ' ')} → ${r.finishedAt.slice(11, 16)} UTC; ${Object.entries(r.params).map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`).join(', ')}; ${size}. mailtally at ${sourceText(r)}. Machine: ${r.machine !== undefined ? describeMachine(r.machine) : 'not recorded with this result'}${r.calibration !== undefined ? `; ${describeCalibrations(r.calibration)}` : ''}.${overlapping.length > 0 ? ` **Ran at the same time as ${overlapping.join(', ')}** (each perturbed the other).` : ''}`,
       '',
       '| figure | median | same-run baseline | ratio | per run | load | notes |',
       '|---|---|---|---|---|---|---|',

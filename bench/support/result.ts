@@ -1,6 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { median, RESULTS_DIR, sourceVersion } from '../ingest/report.js';
+import { type Calibration, calibrate, describeCalibration } from './calibration.js';
 import { machineLoad, sampleMachine } from './proc.js';
 
 /**
@@ -33,6 +34,8 @@ export interface BenchResult {
   source: ReturnType<typeof sourceVersion>;
   /** The machine the benchmark ran on (absent from results recorded before it was kept). */
   machine?: MachineFacts;
+  /** The machine's speed at a fixed workload when the benchmark started and ended (absent from older results). */
+  calibration?: { start: Calibration; end: Calibration };
   figures: Figure[];
   notes: string[];
 }
@@ -77,8 +80,15 @@ export function figure(f: FigureInput): Figure {
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
 
-/** Call when a benchmark starts; `write` when it has its figures. */
+/** "calibration 158.1k ops/s (median round 154.6k) at the start, 150.2k (…) at the end" */
+export function describeCalibrations(c: { start: Calibration; end: Calibration }): string {
+  return `calibration ${describeCalibration(c.start)} at the start, ${describeCalibration(c.end)} at the end`;
+}
+
+/** Call when a benchmark starts (it measures the machine's speed first, about a second); `write` when it has its figures. */
 export function startResult(bench: string) {
+  const calibrationStart = calibrate();
+  process.stderr.write(`${bench}: machine ${describeMachine(machineFacts())}; calibration ${describeCalibration(calibrationStart)}\n`);
   const startedAt = new Date();
   const loadStart = loadavg().map(round2);
   const machineStart = sampleMachine();
@@ -87,6 +97,7 @@ export function startResult(bench: string) {
   return {
     write(params: Record<string, unknown>, figures: FigureInput[], notes: string[] = []): string {
       const machine = machineLoad(machineStart, sampleMachine());
+      const calibration = { start: calibrationStart, end: calibrate() };
       const result: BenchResult = {
         bench,
         startedAt: startedAt.toISOString(),
@@ -95,6 +106,7 @@ export function startResult(bench: string) {
         load: { start: loadStart, end: loadavg().map(round2), busy: round2(machine.busy), cpuPressure: round2(machine.cpuPressure) },
         source,
         machine: machineFacts(),
+        calibration,
         figures: figures.map(figure),
         notes,
       };
