@@ -36,7 +36,7 @@ interface QueryResult { name: string; path: string; full: Figures; moderate: Fig
 
 export async function runApiBench(opts: BenchOptions): Promise<void> {
   const count = opts.events ?? 1_000_000;
-  const result = startResult('api');
+  const result = await startResult('api');
   const scratch = await createScratchDatabase('mt_bench_api');
   const db = await connectDb({ kind: 'postgres', url: scratch.url, poolSize: 4 }, { application: 'mailtally:bench' });
   let child: ChildProcess | null = null;
@@ -109,7 +109,7 @@ export async function runApiBench(opts: BenchOptions): Promise<void> {
     mkdirSync(RESULTS_DIR, { recursive: true });
     writeFileSync(file, `${JSON.stringify({ benchmark: 'api', events: stored, runs: opts.runs, summary, source: sourceVersion(), server: await serverFacts(), perRun: results }, null, 2)}\n`);
     console.log(`results: ${file}`);
-    result.write(
+    await result.write(
       { events: stored, runs: opts.runs, connections: 32, seconds: FULL_LOAD_SECONDS },
       MODES.flatMap((mode) =>
         queries.slice(1).map(([name], i) => {

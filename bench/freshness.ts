@@ -51,7 +51,7 @@ const WARMUP_S = Number(process.env['FRESHNESS_WARMUP_SECONDS'] ?? 3);
 
 export async function runFreshnessBench(opts: BenchOptions): Promise<void> {
   const seconds = DURATION_S;
-  const result = startResult('freshness');
+  const result = await startResult('freshness');
   const cleanup = new Cleanup();
   const onSignal = () => void cleanup.runAll().finally(() => process.exit(130));
   process.once('SIGINT', onSignal);
@@ -102,7 +102,7 @@ export async function runFreshnessBench(opts: BenchOptions): Promise<void> {
     writeFileSync(file, `${JSON.stringify({ benchmark: 'freshness', seconds, source: sourceVersion(), results, profiles }, null, 2)}\n`);
     for (const [rate, profile] of Object.entries(profiles)) if (profile !== null) console.log(`\n${rate}: ${formatProfileSummary(profile)}`);
     console.log(`results: ${file}`);
-    result.write({ rates: RATES, seconds, warmupSeconds: WARMUP_S, runs: opts.runs }, freshnessFigures(results));
+    await result.write({ rates: RATES, seconds, warmupSeconds: WARMUP_S, runs: opts.runs }, freshnessFigures(results));
   } finally {
     process.off('SIGINT', onSignal);
     await cleanup.runAll();

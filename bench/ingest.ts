@@ -119,7 +119,7 @@ export async function runIngestBench(opts: BenchOptions): Promise<void> {
   // BENCH_DUPLICATES=near: duplicates close behind their originals (see generate.ts).
   const duplicates = process.env['BENCH_DUPLICATES'] === 'near' ? 'near' : 'far';
   const startedAt = new Date();
-  const result = startResult('ingest');
+  const result = await startResult('ingest');
   const source = sourceVersion();
   const cleanup = new Cleanup();
   const offSignals = cleanup.onSignals();
@@ -172,7 +172,7 @@ export async function runIngestBench(opts: BenchOptions): Promise<void> {
     console.log(`decodeEventText alone (bench process, one thread): ${perSec(events, input.decodeMs)}`);
     if (profile !== null) console.log(`\n${formatProfileSummary(profile)}`);
     console.log(`\nresults: ${path}`);
-    result.write({ events, distinct: input.rows, runs: opts.runs, duplicatePlacement: duplicates }, [
+    await result.write({ events, distinct: input.rows, runs: opts.runs, duplicatePlacement: duplicates }, [
       { name: 'ingest (one worker), stored rows/s', unit: 'rows/s', perRun: r.ingestRowsPerSec, baseline: { name: 'raw COPY of the same rows', perRun: r.rawCopyRowsPerSec } },
       { name: 'ingest (one worker), events/s incl. duplicates', unit: 'events/s', perRun: r.ingestEventsPerSec, baseline: { name: 'NATS consume + ack only', perRun: r.natsOnlyMsgsPerSec } },
     ], [`ingest peak RSS ${Math.round(Math.max(...runs.map((x) => x.ingest.peakRssKb ?? 0)) / 1024)} MiB; ${runs.reduce((n, x) => n + x.ingest.mismatches, 0)} mismatches vs COPY`]);

@@ -48,7 +48,7 @@ interface RunResult {
 
 export async function runPeerBench(opts: BenchOptions): Promise<void> {
   const count = opts.events ?? 50_000;
-  const result = startResult('peer');
+  const result = await startResult('peer');
   const projection = findProjection('campaign-overview');
   if (projection === undefined) throw new Error('no campaign-overview projection');
   const cleanup = new Cleanup();
@@ -124,7 +124,7 @@ export async function runPeerBench(opts: BenchOptions): Promise<void> {
     const file = join(RESULTS_DIR, `peer-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
     writeFileSync(file, `${JSON.stringify(summary, null, 2)}\n`);
     console.log(`results: ${file}`);
-    result.write({ events: rows.length, generated: count, messages: messages.length, runs: runs.length, emmett: summary.emmett }, [
+    await result.write({ events: rows.length, generated: count, messages: messages.length, runs: runs.length, emmett: summary.emmett }, [
       {
         name: 'append: mailtally ingest append (COPY, 20k-row batches)',
         unit: 'events/s',

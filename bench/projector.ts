@@ -34,7 +34,7 @@ interface Drain {
 
 export async function runProjectorBench(opts: BenchOptions): Promise<void> {
   const count = opts.events ?? 100_000;
-  const result = startResult('projector');
+  const result = await startResult('projector');
   const { db, url, stored, head, close } = await scratchLog('mt_bench_projector', count);
   try {
     progress(`log: ${stored} events stored from ${count} generated`);
@@ -70,7 +70,7 @@ export async function runProjectorBench(opts: BenchOptions): Promise<void> {
     }
     console.log(`\nlive projector draining ${stored} events (medians of ${opts.runs} runs)`);
     console.table(table);
-    const file = result.write(
+    const file = await result.write(
       { events: stored, generated: count, runs: opts.runs, batchSizes: BATCH_SIZES },
       sizes.map((s) => ({
         name: `live projector, batches of ${s.size}`,

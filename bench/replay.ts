@@ -24,7 +24,7 @@ import { join } from 'node:path';
  */
 export async function runReplayBench(opts: BenchOptions): Promise<void> {
   const count = opts.events ?? 2_000_000;
-  const result = startResult('replay');
+  const result = await startResult('replay');
   const loadStarted = Date.now();
   const { db, stored, head, close } = await scratchLog('mt_bench_replay', count, (done) => progressLine(`loading log ${done}/${count}`));
   try {
@@ -71,7 +71,7 @@ export async function runReplayBench(opts: BenchOptions): Promise<void> {
     writeFileSync(file, `${JSON.stringify(summary, null, 2)}\n`);
     console.log(`results: ${file}`);
     const replayRates = runs.map((r) => rate(stored, r.replayMs));
-    result.write({ events: stored, generated: count, runs: runs.length }, [
+    await result.write({ events: stored, generated: count, runs: runs.length }, [
       { name: `replay: all ${PROJECTIONS.length} read models rebuilt`, unit: 'events/s', perRun: replayRates, baseline: { name: 'read + aggregate, no writes', perRun: runs.map((r) => rate(stored, r.readAggregateMs)) } },
       { name: `replay: all ${PROJECTIONS.length} read models rebuilt`, unit: 'events/s', perRun: replayRates, baseline: { name: 'one SQL GROUP BY over the log', perRun: runs.map((r) => rate(stored, r.groupByMs)) } },
     ], [`replay peak RSS ${summary.replayPeakRssMb} MiB, ${summary.rowsWritten} read-model rows written`]);

@@ -3,7 +3,7 @@ import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { connect } from '@nats-io/transport-node';
 import { RESULTS_DIR } from './ingest/report.js';
-import { calibrate, describeCalibration } from './support/calibration.js';
+import { calibrateMachine, describeMachineCalibration } from './support/calibration.js';
 import { type BenchResult, describeCalibrations, describeMachine, type Figure, machineFacts } from './support/result.js';
 import { NATS_URL, serverFacts } from './support/scratch.js';
 
@@ -130,8 +130,8 @@ export async function renderReport(): Promise<string> {
     ...overloadWarning(present.map((b) => b.result as BenchResult), here.cores),
     '## Machine',
     '',
-    `- This report was generated on: ${describeMachine(here)}; ${describeCalibration(calibrate())}. Each benchmark below names the machine it ran on (sessions may run on different ones).`,
-    '- Calibration: a fixed piece of single-thread work (parse a raw event, write it as JSON, sign it with HMAC-SHA256, keep it in a map; `bench/support/calibration.ts`), timed in 5 rounds when each benchmark starts and ends: the best round\'s operations per second, then the median round\'s. A faster machine scores higher; a median well below the best means other work was taking the CPU. Compare absolute figures only between results with similar scores, and the same-run ratios anywhere.',
+    `- This report was generated on: ${describeMachine(here)}; calibration now: ${describeMachineCalibration(await calibrateMachine())}. Each benchmark below names the machine it ran on (sessions may run on different ones).`,
+    '- Calibration (`bench/support/calibration.ts`), timed in 5 rounds when each benchmark starts and ends: compute, a fixed piece of single-thread work (parse a raw event, write it as JSON, sign it with HMAC-SHA256, keep it in a map), and loopback, round trips of a small message over a TCP connection on 127.0.0.1 (the kernel\'s share of every query, message and request). Each gives the best round\'s operations per second, then the median round\'s. A faster machine scores higher; a median well below the best means other work was taking the CPU. The two need not move together from one machine to another. Compare absolute figures only between results with similar scores, and the same-run ratios anywhere.',
     `- Load average at the start of the first benchmark (${first?.startedAt.slice(0, 16).replace('T', ' ') ?? '–'} UTC): ${first?.load.start.join(', ') ?? '–'}; now: ${loadavg().map((x) => x.toFixed(2)).join(', ')}`,
     '',
     '## Versions',

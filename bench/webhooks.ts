@@ -52,7 +52,7 @@ const LATENCY_SECONDS = 8;
 
 export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
   const count = opts.events ?? 100_000;
-  const result = startResult('webhooks');
+  const result = await startResult('webhooks');
   const profileDir = opts.profile ? `${RESULTS_DIR}profiles/webhooks-${new Date().toISOString().replace(/[:.]/g, '-')}` : null;
   const cleanup = new Cleanup();
   const offSignals = cleanup.onSignals();
@@ -124,7 +124,7 @@ export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
     writeFileSync(file, `${JSON.stringify(summary, null, 2)}\n`);
     console.log(`results: ${file}`);
     const raw = { name: 'bare undici POST loop, same receiver', perRun: runs.map((r) => r.rawRate) };
-    result.write({ events: count, runs: runs.length, latencyRate: summary.latencyRate }, [
+    await result.write({ events: count, runs: runs.length, latencyRate: summary.latencyRate }, [
       { name: 'Version 1: deliveries/s (8 tenants × 7 URLs)', unit: 'deliveries/s', perRun: runs.map((r) => r.v1.perSec), baseline: raw, note: `from the tenth delivery on; over the whole window ${runs.map((r) => Math.round(r.v1.wholePerSec)).join(' · ')}/s; CPU per delivery: dispatcher ${summary.v1DispatcherCpuUsPerDelivery} µs, Postgres ${summary.v1PostgresCpuUsPerDelivery} µs, receiver ${summary.v1ReceiverCpuUsPerDelivery} µs; ${summary.v1OutboxRows} outbox rows of ${count} events; CPU per request of the raw loop: its own ${summary.rawCpuUsPerRequest} µs, receiver ${summary.rawReceiverCpuUsPerRequest} µs` },
       { name: 'Version 2: events/s (grouped, ≤100 per request)', unit: 'events/s', perRun: runs.map((r) => r.v2.perSec), baseline: raw, note: `${summary.v2Requests} requests` },
       {

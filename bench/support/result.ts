@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { median, RESULTS_DIR, sourceVersion } from '../ingest/report.js';
-import { type Calibration, calibrate, describeCalibration } from './calibration.js';
+import { calibrateMachine, describeMachineCalibration, type MachineCalibration } from './calibration.js';
 import { machineLoad, sampleMachine } from './proc.js';
 
 /**
@@ -34,8 +34,8 @@ export interface BenchResult {
   source: ReturnType<typeof sourceVersion>;
   /** The machine the benchmark ran on (absent from results recorded before it was kept). */
   machine?: MachineFacts;
-  /** The machine's speed at a fixed workload when the benchmark started and ended (absent from older results). */
-  calibration?: { start: Calibration; end: Calibration };
+  /** The machine's speed at fixed work (compute, loopback round trips) when the benchmark started and ended (absent from older results). */
+  calibration?: { start: MachineCalibration; end: MachineCalibration };
   figures: Figure[];
   notes: string[];
 }
@@ -80,24 +80,24 @@ export function figure(f: FigureInput): Figure {
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
 
-/** "calibration 158.1k ops/s (median round 154.6k) at the start, 150.2k (…) at the end" */
-export function describeCalibrations(c: { start: Calibration; end: Calibration }): string {
-  return `calibration ${describeCalibration(c.start)} at the start, ${describeCalibration(c.end)} at the end`;
+/** "calibration at the start: compute …, loopback …; at the end: …" (results from before the loopback figure have compute alone). */
+export function describeCalibrations(c: { start: MachineCalibration; end: MachineCalibration }): string {
+  return `calibration at the start: ${describeMachineCalibration(c.start)}; at the end: ${describeMachineCalibration(c.end)}`;
 }
 
-/** Call when a benchmark starts (it measures the machine's speed first, about a second); `write` when it has its figures. */
-export function startResult(bench: string) {
-  const calibrationStart = calibrate();
-  process.stderr.write(`${bench}: machine ${describeMachine(machineFacts())}; calibration ${describeCalibration(calibrationStart)}\n`);
+/** Call when a benchmark starts (it measures the machine's speed first, a second or two); `write` when it has its figures. */
+export async function startResult(bench: string) {
+  const calibrationStart = await calibrateMachine();
+  process.stderr.write(`${bench}: machine ${describeMachine(machineFacts())}; calibration ${describeMachineCalibration(calibrationStart)}\n`);
   const startedAt = new Date();
   const loadStart = loadavg().map(round2);
   const machineStart = sampleMachine();
   // The code measured is what the benchmark loaded (and spawned) from here on.
   const source = sourceVersion();
   return {
-    write(params: Record<string, unknown>, figures: FigureInput[], notes: string[] = []): string {
+    async write(params: Record<string, unknown>, figures: FigureInput[], notes: string[] = []): Promise<string> {
       const machine = machineLoad(machineStart, sampleMachine());
-      const calibration = { start: calibrationStart, end: calibrate() };
+      const calibration = { start: calibrationStart, end: await calibrateMachine() };
       const result: BenchResult = {
         bench,
         startedAt: startedAt.toISOString(),
