@@ -10,20 +10,23 @@ interface FreshnessRun {
   visible: Percentiles;
   /** Probes of the warm-up, not counted in `visible`. */
   warmupVisible: Percentiles;
+  /** How long the warm-up lasted; whether the start-up backlog was cleared by then (else it reached its cap). */
+  warmup?: { seconds: number; caughtUp: boolean };
   natsAck: Percentiles;
 }
 
 /**
  * Per rate, publish → visible p50 and p99 beside the NATS publish → ack baseline. A run in which
  * no probe became visible before it ended has no figure (NaN, stored as null), not 0. The note
- * gives the warm-up's p99 per run (its probes are not in the figures).
+ * gives the warm-up's length and p99 per run (its probes are not in the figures).
  */
 export function freshnessFigures(results: readonly { rate: number; achievedRate: number; perRun: readonly FreshnessRun[] }[]): FigureInput[] {
   return results.flatMap((r) => {
     const seen = (x: FreshnessRun, ms: number) => (x.unseen < x.probes ? ms : NaN);
     const unseen = r.perRun.filter((x) => x.unseen > 0).map((x) => `${x.unseen}/${x.probes}`);
     const warmup = r.perRun.map((x) => `${x.warmupVisible.p99} ms`).join(' · ');
-    const note = `publisher reached ${r.achievedRate}/s; warm-up p99 ${warmup}${unseen.length > 0 ? `; probes not visible by the end of a run: ${unseen.join(' · ')} (percentiles over the visible ones only)` : ''}`;
+    const lengths = r.perRun.map((x) => (x.warmup === undefined ? '?' : `${x.warmup.seconds} s${x.warmup.caughtUp ? '' : ' (backlog not cleared)'}`)).join(' · ');
+    const note = `publisher reached ${r.achievedRate}/s; warm-up ${lengths}, its p99 ${warmup}${unseen.length > 0 ? `; probes not visible by the end of a run: ${unseen.join(' · ')} (percentiles over the visible ones only)` : ''}`;
     return (['p50', 'p99'] as const).map((p) => ({
       name: `${r.rate}/s: publish → visible in the read model, ${p}`,
       unit: 'ms',
