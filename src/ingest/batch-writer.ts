@@ -2,7 +2,7 @@ import type { Db } from '../db/connect.js';
 import { describeError, isTransientDbError } from '../db/errors.js';
 import type { NewDeadLetter } from '../db/schema.js';
 import type { LogEventRow } from '../events/decode.js';
-import { appendEvents } from '../log/append.js';
+import { appendEvents, appendInOneStatement } from '../log/append.js';
 import { copyAppend } from '../log/copy-append.js';
 import { writeDeadLetters } from '../log/dead-letters.js';
 
@@ -14,8 +14,24 @@ export interface BatchOutcome {
 }
 
 /**
+ * Batches of up to this many rows and no dead letters (live traffic: a few milliseconds of
+ * gathering) are appended on Postgres in one statement, larger ones by COPY. Appending 8,000
+ * realistic events on one connection, per batch: at 5 rows, Postgres 0.45–0.50 ms against 1.0 ms
+ * by COPY; at 25, 1.16–1.34 ms against 1.66–1.84; at 50 about the same (2.44–2.56 against
+ * 2.31–2.69); at 100, 4.75–5.25 against 3.88–4.00 (the JSON document costs more per row than
+ * COPY's text).
+ */
+export const ONE_STATEMENT_MAX_ROWS = 32;
+
+/** How a batch of `rows` valid rows and `letters` dead letters is appended on Postgres. */
+export function appendPath(rows: number, letters: number): 'one statement' | 'copy' {
+  return letters === 0 && rows > 0 && rows <= ONE_STATEMENT_MAX_ROWS ? 'one statement' : 'copy';
+}
+
+/**
  * Writes one ingest batch: the valid rows into the log and the rejects into dead letters, in one
- * transaction (COPY on Postgres, one JSON parameter on PGlite). Throws only on transient errors (the caller retries the whole batch later).
+ * transaction (on Postgres one statement for a small batch without dead letters, else COPY; on
+ * PGlite one JSON parameter). Throws only on transient errors (the caller retries the whole batch later).
  * If the database refuses the batch for a data error, the batch is split so that only the
  * offending rows are dead-lettered, with the database's reason, and the rest is stored.
  */
@@ -28,7 +44,9 @@ export async function writeBatch(
   try {
     const inserted =
       db.pool !== null
-        ? await copyAppend({ ...db, pool: db.pool }, rows, deadLetters)
+        ? appendPath(rows.length, deadLetters.length) === 'one statement'
+          ? await appendInOneStatement(db.pool, rows)
+          : await copyAppend({ ...db, pool: db.pool }, rows, deadLetters)
         : await db.kysely.transaction().execute(async (trx) => {
             const result = await appendEvents(trx, rows);
             await writeDeadLetters(trx, deadLetters);
