@@ -12,8 +12,8 @@ import net from 'node:net';
  *   operation is one round trip), the kernel's share of every Postgres query, NATS message and
  *   webhook request. Machines differ here apart from compute: on two of the 2-core machines the
  *   benchmarks have run on, the webhooks benchmark's bare HTTP loop (almost all system calls)
- *   cost 21 and 52–70 µs of CPU per request, while the dispatcher, more of whose work is
- *   compute, cost 78 and 128–155 µs per delivery.
+ *   cost 21 and 51–71 µs of CPU per request, while the dispatcher, more of whose work is
+ *   compute, cost 78 and 126–155 µs per delivery.
  *
  * Rounds are timed one by one. The best round is the machine's speed when it lets this process
  * run (least disturbed by other work); the median shows what other work left of it.
