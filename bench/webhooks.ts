@@ -334,8 +334,8 @@ async function latency(cleanup: Cleanup, receiver: Receiver, rate: number, withS
         if (measuredFrom === null && now >= nextCheck) {
           const arrived = (await receiver.report()).unique;
           const behind = (withSlow ? healthyProduced : produced) - arrived;
-          if (behind <= (rate * CAUGHT_UP_MS) / 1000 || now - started >= WARMUP_MAX_SECONDS * 1000) {
-            caughtUp = behind <= (rate * CAUGHT_UP_MS) / 1000;
+          caughtUp = behind <= (rate * CAUGHT_UP_MS) / 1000;
+          if (caughtUp || now - started >= WARMUP_MAX_SECONDS * 1000) {
             measuredFrom = performance.now();
             end = measuredFrom + LATENCY_SECONDS * 1000;
             from = sampleMachine();

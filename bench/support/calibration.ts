@@ -1,5 +1,6 @@
 import { createHmac } from 'node:crypto';
 import net from 'node:net';
+import { median } from '../ingest/report.js';
 
 /**
  * How fast this machine is at two fixed pieces of work, measured when a benchmark starts and
@@ -86,10 +87,7 @@ export function calibrate(rounds = 5, opsPerRound = 20_000): Calibration {
 }
 
 function summarize(rates: readonly number[], opsPerRound: number): Calibration {
-  const sorted = [...rates].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  const medianRate = sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-  return { bestOpsPerSec: Math.round(sorted.at(-1) as number), medianOpsPerSec: Math.round(medianRate), rounds: rates.length, opsPerRound };
+  return { bestOpsPerSec: Math.round(Math.max(...rates)), medianOpsPerSec: Math.round(median(rates)), rounds: rates.length, opsPerRound };
 }
 
 /**

@@ -21,26 +21,35 @@ function rows(ids: string[], extra = ''): LogEventRow[] {
   });
 }
 
+/** A migrated Postgres database for the enclosing describe block. */
+function migratedPostgres(): () => Db {
+  let db: Db | undefined;
+  let cleanup: () => Promise<void> = async () => {};
+  beforeAll(async () => {
+    ({ db, cleanup } = await openMigratedDb('postgres'));
+  });
+  afterAll(async () => cleanup());
+  return () => {
+    if (db === undefined) throw new Error('the database is not open yet');
+    return db;
+  };
+}
+
 const PATHS = [
   { name: 'copyAppend', append: (db: Db, batch: readonly LogEventRow[]) => copyAppend({ ...db, pool: db.pool as pg.Pool }, batch, []) },
   { name: 'appendInOneStatement', append: (db: Db, batch: readonly LogEventRow[]) => appendInOneStatement(db.pool as pg.Pool, batch) },
 ] as const;
 
-describe.each(PATHS)('$name', ({ append }) => {
-  let db: Db;
-  let cleanup: () => Promise<void>;
-  beforeAll(async () => {
-    ({ db, cleanup } = await openMigratedDb('postgres'));
-  });
-  afterAll(async () => cleanup());
-
-  const pool = () => db.pool as pg.Pool;
+describe.each(PATHS)('$name', ({ append: appendTo }) => {
+  const database = migratedPostgres();
+  const append = (batch: readonly LogEventRow[]) => appendTo(database(), batch);
+  const pool = () => database().pool as pg.Pool;
   const stored = async () => (await pool().query<{ event_id: string }>('SELECT event_id FROM events ORDER BY position')).rows.map((r) => r.event_id);
 
   it('stores new rows in order, skips stored ones and repeats within the batch, and keeps text and 64-bit numbers exact', async () => {
     const tricky = ',"agent":"tab\\there\\nnew line \\\\ back\\\\slash","Payload":"\\\\N"';
-    expect(await append(db, rows(['a', 'b'], tricky))).toBe(2);
-    expect(await append(db, rows(['b', 'c', 'c', 'd']))).toBe(2);
+    expect(await append(rows(['a', 'b'], tricky))).toBe(2);
+    expect(await append(rows(['b', 'c', 'c', 'd']))).toBe(2);
     expect(await stored()).toEqual(['a', 'b', 'c', 'd']);
     const row = await pool().query<{ p: { agent: string; Payload: string }; m: string; t: string }>("SELECT payload AS p, message_id::text AS m, payload->>'MessageID' AS t FROM events WHERE event_id = 'a'");
     expect(row.rows[0]?.p.agent).toBe('tab\there\nnew line \\ back\\slash');
@@ -57,7 +66,7 @@ describe.each(PATHS)('$name', ({ append }) => {
       // Holds the append lock and an uncommitted 'race' row that the append cannot see yet.
       await other.query(`INSERT INTO events (event_id, api_key_id, type, event_time, payload) VALUES ('race', 1, 'open', 1, '{}')`);
       let done = false;
-      const pending = append(db, rows(['e', 'race', 'f'])).finally(() => (done = true));
+      const pending = append(rows(['e', 'race', 'f'])).finally(() => (done = true));
       await new Promise((r) => setTimeout(r, 300));
       expect(done).toBe(false); // blocked on the append lock the other writer holds
       await other.query('COMMIT');
@@ -71,9 +80,9 @@ describe.each(PATHS)('$name', ({ append }) => {
   it('stores nothing of a batch the database refuses: the next batches on the same connections store only their own rows', async () => {
     const bad = rows(['g', 'h']);
     (bad[1] as LogEventRow).payload = '{"not json';
-    await expect(append(db, bad)).rejects.toThrow(/json/i);
+    await expect(append(bad)).rejects.toThrow(/json/i);
     // Every pooled connection takes a turn, so whichever one had 'g' in hand is used again.
-    for (const id of ['i', 'j', 'k', 'l']) expect(await append(db, rows([id]))).toBe(1);
+    for (const id of ['i', 'j', 'k', 'l']) expect(await append(rows([id]))).toBe(1);
     expect(await stored()).toEqual(['a', 'b', 'c', 'd', 'race', 'e', 'f', 'i', 'j', 'k', 'l']);
   });
 
@@ -81,7 +90,7 @@ describe.each(PATHS)('$name', ({ append }) => {
     const before = (await stored()).length;
     // Eight batches on eight connections, each overlapping its neighbours (and the rows stored above).
     const batches = Array.from({ length: 8 }, (_, b) => rows([...Array.from({ length: 40 }, (_, i) => `p${b * 20 + i}`), 'a', 'k']));
-    const counts = await Promise.all(batches.map((batch) => append(db, batch)));
+    const counts = await Promise.all(batches.map((batch) => append(batch)));
     const ids = await stored();
     expect(ids.length).toBe(before + 180);
     expect(new Set(ids).size).toBe(ids.length);
@@ -99,7 +108,7 @@ describe.each(PATHS)('$name', ({ append }) => {
       return r.row;
     });
     expect(decoded.map((r) => r.payloadUtf8 !== undefined)).toEqual([true, true]);
-    expect(await append(db, decoded)).toBe(2);
+    expect(await append(decoded)).toBe(2);
     const got = await pool().query<{ event_id: string; p: string; email: string; m: string }>(
       "SELECT event_id, payload::text AS p, email, payload->>'MessageID' AS m FROM events WHERE event_id IN ('u1', 'u2') ORDER BY event_id",
     );
@@ -110,22 +119,17 @@ describe.each(PATHS)('$name', ({ append }) => {
 });
 
 describe('copyAppend with dead letters', () => {
-  let db: Db;
-  let cleanup: () => Promise<void>;
-  beforeAll(async () => {
-    ({ db, cleanup } = await openMigratedDb('postgres'));
-  });
-  afterAll(async () => cleanup());
-  const pool = () => db.pool as pg.Pool;
+  const db = migratedPostgres();
+  const pool = () => db().pool as pg.Pool;
   const letters = async () => ((await pool().query('SELECT count(*)::int AS n FROM dead_letters')).rows[0] as { n: number }).n;
 
   it('commits the rows and the dead letters together', async () => {
-    expect(await copyAppend({ ...db, pool: pool() }, rows(['a', 'b']), [{ source: 'nats', reason: 'bad', raw: Buffer.from('x'), message_key: 'k1' }])).toBe(2);
+    expect(await copyAppend({ ...db(), pool: pool() }, rows(['a', 'b']), [{ source: 'nats', reason: 'bad', raw: Buffer.from('x'), message_key: 'k1' }])).toBe(2);
     expect(await letters()).toBe(1);
   });
 
   it('writes dead letters alone, without touching the log', async () => {
-    expect(await copyAppend({ ...db, pool: pool() }, [], [{ source: 'nats', reason: 'bad', raw: Buffer.from('y'), message_key: 'k2' }])).toBe(0);
+    expect(await copyAppend({ ...db(), pool: pool() }, [], [{ source: 'nats', reason: 'bad', raw: Buffer.from('y'), message_key: 'k2' }])).toBe(0);
     expect(await letters()).toBe(2);
     expect((await pool().query('SELECT count(*)::int AS n FROM events')).rows[0]).toEqual({ n: 2 });
   });
