@@ -4,7 +4,7 @@ import type { LogEvent } from '../../projections/kit/types.js';
 import type { EventType } from '../events/schema.js';
 
 /**
- * The rebuild's reader on real Postgres: one `COPY (SELECT …) TO STDOUT` over the whole range,
+ * The rebuild's reader on real Postgres: one `COPY (SELECT …) TO STDOUT` over the whole log,
  * parsed line by line. Several times faster than row-by-row query results for millions of rows
  * (no per-field type parsers, no per-row objects from the driver).
  */
@@ -14,10 +14,21 @@ const COLUMNS = `position, event_id, type, event_time, api_key_id, coalesce(mess
   CASE WHEN type = 'open' THEN payload->>'agent' END, geo, hard_bounce, blocked, error_related_to, error, state_id,
   CASE WHEN type = 'campaign' THEN payload::text END`;
 
-export async function copyEventRange(pool: pg.Pool, after: bigint, upTo: bigint, filter: string, onEvents: (events: LogEvent[]) => void): Promise<void> {
+/**
+ * Every event up to `upTo` in the order of the log's message index (`events_message_idx`: API
+ * key, then message id, events without one last), a chunk at a time: a rebuild can fold each
+ * message as soon as the next one begins, holding one message's events rather than the log's.
+ * The index is walked rather than the log sorted, so the first rows come at once and Postgres's
+ * work (about 1.6 times a scan in position order, measured on a cached log) overlaps the fold.
+ * A log much larger than memory makes that walk read the table in random order.
+ */
+export async function* copyEventsByMessage(pool: pg.Pool, upTo: bigint): AsyncGenerator<LogEvent[]> {
   const client = await pool.connect();
+  let finished = false;
   try {
-    const stream = client.query(copyTo(`COPY (SELECT ${COLUMNS} FROM events WHERE position > ${after} AND position <= ${upTo}${filter} ORDER BY position) TO STDOUT`));
+    await client.query('BEGIN');
+    await client.query('SET LOCAL enable_sort = off');
+    const stream = client.query(copyTo(`COPY (SELECT ${COLUMNS} FROM events WHERE position <= ${upTo} ORDER BY api_key_id, message_id) TO STDOUT`));
     let rest = '';
     const decoder = new TextDecoder();
     for await (const chunk of stream as AsyncIterable<Buffer>) {
@@ -26,11 +37,14 @@ export async function copyEventRange(pool: pg.Pool, after: bigint, upTo: bigint,
       rest = lines.pop() ?? '';
       const events = new Array<LogEvent>(lines.length);
       for (let i = 0; i < lines.length; i++) events[i] = parseLine(lines[i] as string);
-      onEvents(events);
+      yield events;
     }
-    if (rest !== '') onEvents([parseLine(rest)]);
+    if (rest !== '') yield [parseLine(rest)];
+    await client.query('COMMIT');
+    finished = true;
   } finally {
-    client.release();
+    // Left early (an error, or the reader stopped), the connection may be mid-COPY: discard it.
+    client.release(finished ? undefined : true);
   }
 }
 

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
+import type pg from 'pg';
 import type { LogEvent, Output, Projection, TableSpec, Value } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
 import { logHead } from '../log/read.js';
 import { releaseLease, tryAcquireLease } from '../log/leases.js';
-import { copyEventRange } from './copy-reader.js';
+import { copyEventsByMessage } from './copy-reader.js';
 import { computeBatch, type Cursor, groupOf } from './batch.js';
 import { Contribution } from './contribution.js';
 import { createShadowStatements, loadCountersAndIndex } from './finish-shadows.js';
@@ -34,7 +35,10 @@ export interface ReplayOptions {
    * position, i.e. caught up with a log that is not growing.
    */
   readonly mode?: 'swap' | 'verify';
-  /** Events folded in memory at a time (the log is read once per partition of this size). */
+  /**
+   * PGlite: events folded in memory at a time (the log is read once per partition of this size).
+   * Postgres reads the log once, in message order, and folds each message as it passes.
+   */
   readonly partitionEvents?: number;
 }
 
@@ -51,7 +55,7 @@ export interface ReplayReport {
 
 /**
  * Rebuilds read models from position 0 without disturbing the live tables: every event is read
- * once in position order, grouped by message (and campaign), folded by each projection into
+ * once, grouped by message (and campaign), folded by each projection into
  * `<table>__shadow`, indexed, caught up with whatever was appended meanwhile, then swapped in and
  * its checkpoint set in one transaction. A live projector keeps serving the old tables until the
  * swap and then continues from the new checkpoint (its in-flight batch fails its
@@ -119,16 +123,21 @@ interface PendingGroup {
   readonly events: LogEvent[];
 }
 
-/** Every event up to `head`, in position order, into its group. */
-export async function readGroups(
+/** Every event up to `head`, in position order, into its group (PGlite: keyset reads). */
+async function readGroups(
   db: Db,
   head: bigint,
   options: Pick<ReplayOptions, 'readBatch' | 'signal'>,
-  filter = '',
-  onRead: (events: number) => void = () => {},
+  filter: string,
+  onRead: (events: number) => void,
 ): Promise<Map<string, PendingGroup>> {
   const groups = new Map<string, PendingGroup>();
-  const add = (events: readonly LogEvent[]) => {
+  let after = 0n;
+  for (;;) {
+    options.signal?.throwIfAborted();
+    const events = await readEventRange(db.kysely, after, head, options.readBatch, filter);
+    const last = events.at(-1);
+    if (last === undefined) break;
     for (const e of events) {
       const key = groupKeyOf(e);
       const id = groupKeyString(key);
@@ -136,22 +145,6 @@ export async function readGroups(
       if (g === undefined) groups.set(id, { key, events: [e] });
       else g.events.push(e);
     }
-  };
-  if (db.pool !== null) {
-    await copyEventRange(db.pool, 0n, head, filter, (events) => {
-      options.signal?.throwIfAborted();
-      add(events);
-      onRead(events.length);
-    });
-    return groups;
-  }
-  let after = 0n;
-  for (;;) {
-    options.signal?.throwIfAborted();
-    const events = await readEventRange(db.kysely, after, head, options.readBatch, filter);
-    const last = events.at(-1);
-    if (last === undefined) break;
-    add(events);
     onRead(events.length);
     after = last.position;
   }
@@ -159,19 +152,23 @@ export async function readGroups(
 }
 
 /**
- * Each projection's contribution of every group: counters merged into `totals`, rows handed to
- * `rows` (dropped without one). Lets the writes proceed every few hundred groups.
+ * Each projection's contribution of every group: counters merged into the totals, rows handed
+ * to the outputs' rows. Lets the writes proceed every few hundred groups.
  */
-export async function foldGroups(totals: readonly Contribution[], groups: Map<string, PendingGroup>, rows: ShadowRows | null): Promise<void> {
-  const outputs = totals.map((c) => new FoldOutput(c, rows));
+async function foldGroups(outputs: readonly FoldOutput[], groups: Map<string, PendingGroup>, rows: ShadowRows | null): Promise<void> {
   let folded = 0;
-  for (const [id, { key, events }] of groups) {
-    events.sort(byTimeThenId);
-    const group = groupOf(key, events);
-    for (const out of outputs) if (out.projection.groups.includes(key.kind)) out.projection.project(group, out);
+  for (const [id, group] of groups) {
+    foldGroup(outputs, group);
     groups.delete(id);
     if (rows !== null && ++folded % 500 === 0) await rows.room();
   }
+}
+
+/** One group, by every projection that reads its kind. */
+function foldGroup(outputs: readonly FoldOutput[], { key, events }: PendingGroup): void {
+  events.sort(byTimeThenId);
+  const group = groupOf(key, events);
+  for (const out of outputs) if (out.projection.groups.includes(key.kind)) out.projection.project(group, out);
 }
 
 /** A projection's output in a rebuild: counters add up in its total; rows go out as they come. */
@@ -199,9 +196,10 @@ class FoldOutput implements Output {
 }
 
 /**
- * Reads and folds the whole log, one partition of groups at a time so memory holds one
- * partition's events (plus the counter totals). Row-table rows go to `rows` as they are folded;
- * with none nothing is written (the benchmark's read+aggregate baseline).
+ * Reads and folds the whole log: on Postgres streamed in message order, each message folded as
+ * the stream passes it; on PGlite one partition of groups at a time, so memory holds one
+ * partition's events (plus, either way, the counter totals). Row-table rows go to `rows` as they
+ * are folded; with none nothing is written (the benchmark's read+aggregate baseline).
  */
 export async function foldLog(
   db: Db,
@@ -212,6 +210,8 @@ export async function foldLog(
   progress: (p: ReplayProgress) => void = () => {},
 ): Promise<{ totals: Contribution[]; groups: number }> {
   const totals = projections.map((p) => new Contribution(p));
+  const outputs = totals.map((c) => new FoldOutput(c, rows));
+  if (db.pool !== null) return { totals, groups: await foldByMessage(db.pool, outputs, head, options, rows, progress) };
   const partitions = Math.max(1, Math.ceil(Number(head) / (options.partitionEvents ?? 400_000)));
   let read = 0;
   let groupCount = 0;
@@ -221,9 +221,56 @@ export async function foldLog(
       progress({ phase: 'read', done: read, total: Number(head) });
     });
     groupCount += groups.size;
-    await foldGroups(totals, groups, rows);
+    await foldGroups(outputs, groups, rows);
   }
   return { totals, groups: groupCount };
+}
+
+/**
+ * The fold on Postgres: the log streamed in message order (`copyEventsByMessage`), each message
+ * folded as soon as the stream passes it, so memory holds one message's events and the totals.
+ * Campaign events (no message id; few) are gathered by campaign and folded at the end. Returns
+ * the number of groups.
+ */
+async function foldByMessage(
+  pool: pg.Pool,
+  outputs: readonly FoldOutput[],
+  head: bigint,
+  options: Pick<ReplayOptions, 'signal'>,
+  rows: ShadowRows | null,
+  progress: (p: ReplayProgress) => void,
+): Promise<number> {
+  let groups = 0;
+  const fold = (group: PendingGroup) => {
+    foldGroup(outputs, group);
+    groups += 1;
+  };
+  const campaigns = new Map<string, PendingGroup>();
+  let current: PendingGroup | null = null;
+  let read = 0;
+  for await (const events of copyEventsByMessage(pool, head)) {
+    options.signal?.throwIfAborted();
+    for (const e of events) {
+      if (e.type === 'campaign') {
+        const key = groupKeyOf(e);
+        const id = groupKeyString(key);
+        const g = campaigns.get(id);
+        if (g === undefined) campaigns.set(id, { key, events: [e] });
+        else g.events.push(e);
+      } else if (current !== null && current.key.id === e.messageId && current.key.apiKeyId === e.apiKeyId) {
+        current.events.push(e);
+      } else {
+        if (current !== null) fold(current);
+        current = { key: groupKeyOf(e), events: [e] };
+      }
+    }
+    read += events.length;
+    progress({ phase: 'read', done: read, total: Number(head) });
+    if (rows !== null) await rows.room();
+  }
+  if (current !== null) fold(current);
+  for (const g of campaigns.values()) fold(g);
+  return groups;
 }
 
 /** Applies what was appended since `from` to the shadow tables, until close to the head. */

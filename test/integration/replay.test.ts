@@ -3,6 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECTIONS } from '../../projections/index.js';
 import type { Db } from '../../src/db/connect.js';
 import { replay } from '../../src/projector/replay.js';
+import { copyEventsByMessage } from '../../src/projector/copy-reader.js';
+import { logHead } from '../../src/log/read.js';
+import type { LogEvent } from '../../projections/kit/types.js';
+import type pg from 'pg';
 import type { Projector } from '../../src/projector/runner.js';
 import { DIALECTS, openMigratedDb } from '../support/databases.js';
 import { sampleEvents } from '../support/events.js';
@@ -54,9 +58,11 @@ describe.each(DIALECTS)('replay on %s', (dialect) => {
     await cleanup();
   });
 
-  // A rebuild folds the log one partition of groups at a time; the partition count must not matter.
-  it.each([1, 7, 40])('gives the live tables with partitions of %i events', async (partitionEvents) => {
-    const report = await replay(db, PROJECTIONS, { readBatch: 13, catchUpBatch: 100, mode: 'verify', partitionEvents });
+  // On PGlite a rebuild folds the log one partition of groups at a time; the partition count must
+  // not matter. On Postgres it streams the log in message order and takes no partitions.
+  const folds = dialect === 'pglite' ? [1, 7, 40].map((n) => ({ how: `in partitions of ${n} events`, partitionEvents: n })) : [{ how: 'read in message order' }];
+  it.each(folds)('gives the live tables, folded $how', async (fold) => {
+    const report = await replay(db, PROJECTIONS, { readBatch: 13, catchUpBatch: 100, mode: 'verify', ...fold });
     const nonEmpty = Object.entries(report.differences ?? {}).filter(([, d]) => d.onlyLive !== 0 || d.onlyRebuilt !== 0);
     expect(nonEmpty).toEqual([]);
     expect(report.rows).toBeGreaterThan(100);
@@ -88,5 +94,62 @@ describe.each(DIALECTS)('replay on %s', (dialect) => {
     await caughtUp(db);
     expect(await rowCount(db)).toBeGreaterThan(before);
     expect(await verifyAgainstReplay(db)).toEqual(NO_DIFFERENCES);
+  });
+});
+
+describe('reading the log in message order (Postgres)', () => {
+  let db: Db;
+  let cleanup: () => Promise<void>;
+  let head: bigint;
+
+  beforeAll(async () => {
+    ({ db, cleanup } = await openMigratedDb('postgres'));
+    // Two tenants with the same message ids, their events appended interleaved, a message at a time.
+    for (let round = 0; round < 3; round++) {
+      for (let m = 0; m < 6; m++) {
+        const events = sampleEvents(String(9000 + m), 1_433_333_949 + round * 5000 + m).slice(round * 3, round * 3 + 3);
+        await append(db, String(1 + (m % 2)), events);
+        await append(db, String(2 - (m % 2)), events);
+      }
+    }
+    head = await logHead(db.kysely);
+    // Appended after the head: not read.
+    await append(db, '1', sampleEvents('9999', 1_433_400_000));
+  });
+  afterAll(async () => {
+    await cleanup();
+  });
+
+  it('gives every event up to the head once, each message’s events in one run', async () => {
+    const read: LogEvent[] = [];
+    for await (const events of copyEventsByMessage(db.pool as pg.Pool, head)) read.push(...events);
+    expect(read).toHaveLength(Number(head));
+    expect(new Set(read.map((e) => e.position)).size).toBe(read.length);
+    expect(read.every((e) => e.position <= head)).toBe(true);
+    const runs = read.filter((e) => e.type !== 'campaign').map((e) => `${e.apiKeyId}:${e.messageId}`).filter((k, i, all) => k !== all[i - 1]);
+    expect(runs.length).toBeGreaterThan(1);
+    expect(new Set(runs).size).toBe(runs.length);
+  });
+
+  it('discards its connection when the reader stops early, so no COPY is left running', async () => {
+    const pool = db.pool as pg.Pool;
+    let during = -1;
+    for await (const events of copyEventsByMessage(pool, head)) {
+      expect(events.length).toBeGreaterThan(0);
+      during = pool.totalCount;
+      break;
+    }
+    // Not back in the pool, where the next query would find it mid-COPY.
+    expect(pool.totalCount).toBe(during - 1);
+    const copies = async () => {
+      const { rows } = await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE 'COPY%'`.execute(db.kysely);
+      return rows[0]?.n ?? -1;
+    };
+    for (let i = 0; i < 50 && (await copies()) > 0; i++) await new Promise((r) => setTimeout(r, 50));
+    expect(await copies()).toBe(0);
+    const again: LogEvent[] = [];
+    for await (const events of copyEventsByMessage(pool, head)) again.push(...events);
+    expect(again).toHaveLength(Number(head));
   });
 });
