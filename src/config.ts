@@ -81,6 +81,7 @@ const envSchema = z.object({
   PROJECTOR_LEASE_MS: int(500, 600_000).default(15_000),
   PROJECTOR_CACHE_GROUPS: int(0, 10_000_000).default(50_000),
   REPLAY_BATCH_SIZE: int(1000, 1_000_000).default(50_000),
+  REPLAY_COUNTER_ROWS: int(1000, 100_000_000).default(100_000),
   API_RATE_LIMIT: int(0, 1_000_000).default(200),
   API_RATE_BURST: int(1, 1_000_000).default(400),
   API_AUTH_FAILURE_LIMIT: int(1, 1_000_000).default(30),
@@ -126,7 +127,7 @@ export interface Config {
     readonly cacheTtlMs: number;
   };
   readonly ingest: { readonly batchSize: number; readonly batchWaitMs: number; readonly ackWaitMs: number; readonly workers: number };
-  readonly projector: { readonly batchSize: number; readonly pollMs: number; readonly leaseMs: number; readonly cacheGroups: number; readonly replayBatchSize: number };
+  readonly projector: { readonly batchSize: number; readonly pollMs: number; readonly leaseMs: number; readonly cacheGroups: number; readonly replayBatchSize: number; readonly replayCounterRows: number };
   readonly webhooks: {
     readonly allowList: readonly string[];
     readonly retryScheduleSeconds: readonly number[];
@@ -208,7 +209,7 @@ export function loadConfig(env: Env = process.env): Config {
       cacheTtlMs: e.API_CACHE_TTL_MS,
     },
     ingest: { batchSize: e.INGEST_BATCH_SIZE, batchWaitMs: e.INGEST_BATCH_WAIT_MS, ackWaitMs: e.INGEST_ACK_WAIT_MS, workers: e.INGEST_WORKERS },
-    projector: { batchSize: e.PROJECTOR_BATCH_SIZE, pollMs: e.PROJECTOR_POLL_MS, leaseMs: e.PROJECTOR_LEASE_MS, cacheGroups: e.PROJECTOR_CACHE_GROUPS, replayBatchSize: e.REPLAY_BATCH_SIZE },
+    projector: { batchSize: e.PROJECTOR_BATCH_SIZE, pollMs: e.PROJECTOR_POLL_MS, leaseMs: e.PROJECTOR_LEASE_MS, cacheGroups: e.PROJECTOR_CACHE_GROUPS, replayBatchSize: e.REPLAY_BATCH_SIZE, replayCounterRows: e.REPLAY_COUNTER_ROWS },
     webhooks: {
       allowList: e.WEBHOOK_ALLOWLIST,
       retryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE,

@@ -33,6 +33,7 @@ export async function runReplay(config: Config, only: string | undefined): Promi
     const started = Date.now();
     const report = await replay(db, projections, {
       readBatch: config.projector.replayBatchSize,
+      counterEntries: config.projector.replayCounterRows,
       catchUpBatch: config.projector.batchSize,
       onProgress: (p) => bar.update(p),
     });
@@ -45,6 +46,7 @@ export async function runReplay(config: Config, only: string | undefined): Promi
         events: report.events,
         groups: report.groups,
         rows: report.rows,
+        counterSpills: report.spills,
         seconds: Number(seconds.toFixed(1)),
         eventsPerSecond: Math.round(report.events / Math.max(seconds, 0.001)),
       }),

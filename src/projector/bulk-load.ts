@@ -8,7 +8,7 @@ import { CopyText } from './copy-text.js';
 import { allColumns } from './tables.js';
 import { insertRows } from './write-delta.js';
 
-type CounterSpec = Extract<TableSpec, { kind: 'counters' }>;
+export type CounterSpec = Extract<TableSpec, { kind: 'counters' }>;
 
 /**
  * Loads a counter table's rows (those whose sums are not all zero) into an empty (shadow) table
@@ -17,9 +17,9 @@ type CounterSpec = Extract<TableSpec, { kind: 'counters' }>;
  * `onRows` reports progress; returns the rows loaded.
  */
 export async function loadCounters(db: Db, spec: CounterSpec, table: string, entries: Iterable<CounterEntry>, onRows: (n: number) => void): Promise<number> {
-  const nMax = spec.maxes?.length ?? 0;
-  const nMin = spec.mins?.length ?? 0;
   if (db.pool === null) {
+    const nMax = spec.maxes?.length ?? 0;
+    const nMin = spec.mins?.length ?? 0;
     let rows: Value[][] = [];
     let loaded = 0;
     const flush = async () => {
@@ -36,6 +36,24 @@ export async function loadCounters(db: Db, spec: CounterSpec, table: string, ent
     if (rows.length > 0) await flush();
     return loaded;
   }
+  return copyCounterEntries(db.pool, spec, table, entries, onRows, { fresh: true, all: false });
+}
+
+/**
+ * COPY of counter entries into `table` on Postgres. `fresh`: the table is new or empty and
+ * emptied in the same transaction, so the rows are written frozen. `all`: entries whose sums are
+ * all zero go too (a partial total: its one-way columns still count). Returns the rows copied.
+ */
+export async function copyCounterEntries(
+  pool: pg.Pool,
+  spec: CounterSpec,
+  table: string,
+  entries: Iterable<CounterEntry>,
+  onRows: (n: number) => void,
+  { fresh, all }: { fresh: boolean; all: boolean },
+): Promise<number> {
+  const nMax = spec.maxes?.length ?? 0;
+  const nMin = spec.mins?.length ?? 0;
   const chunks: Buffer[] = [];
   const text = new CopyText((chunk, n) => {
     chunks.push(chunk);
@@ -43,7 +61,7 @@ export async function loadCounters(db: Db, spec: CounterSpec, table: string, ent
   });
   function* copyChunks(): Generator<Buffer> {
     for (const e of entries) {
-      if (!hasSums(e)) continue;
+      if (!all && !hasSums(e)) continue;
       text.begin();
       text.values(e.keys);
       text.values(e.sums);
@@ -55,18 +73,18 @@ export async function loadCounters(db: Db, spec: CounterSpec, table: string, ent
     text.flush();
     yield* chunks;
   }
-  const client = await db.pool.connect();
+  const client = await pool.connect();
   try {
     const names = allColumns(spec).map((c) => c.name).join(', ');
     // Emptied (it is empty already) in the transaction that fills it, so COPY may write its rows frozen.
-    await client.query(`BEGIN; TRUNCATE ${table}`);
-    await pipeline(copyChunks(), client.query(copyFrom(`COPY ${table} (${names}) FROM STDIN WITH (FREEZE)`)) as unknown as NodeJS.WritableStream);
+    await client.query(fresh ? `BEGIN; TRUNCATE ${table}` : 'BEGIN');
+    await pipeline(copyChunks(), client.query(copyFrom(`COPY ${table} (${names}) FROM STDIN${fresh ? ' WITH (FREEZE)' : ''}`)) as unknown as NodeJS.WritableStream);
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});
     throw err;
   } finally {
-    (client as pg.PoolClient).release();
+    client.release();
   }
   return text.rows;
 }

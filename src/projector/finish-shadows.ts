@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { TableSpec } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
 import { hasSums, loadCounters } from './bulk-load.js';
+import type { CounterSpill } from './counter-spill.js';
 import type { Contribution, CounterEntry } from './contribution.js';
 import type { ReplayProgress } from './replay.js';
 import { createIndexStatements, createTableStatements, execAll, SHADOW } from './tables.js';
@@ -29,9 +30,10 @@ export function createShadowStatements(db: Db, spec: TableSpec): string[] {
  * loaded from the folded totals, and the indexes `createShadowStatements` left out. The work
  * runs a few statements at a time on Postgres (each its own server process), longest first:
  * a counter table's load is followed by its key and index builds, each a statement of its own
- * that may run beside the others. Returns the counter rows loaded.
+ * that may run beside the others. A counter table whose totals were spilled during the fold is
+ * loaded by its spill's `GROUP BY` (see `counter-spill.ts`). Returns the counter rows loaded.
  */
-export async function loadCountersAndIndex(db: Db, totals: readonly Contribution[], progress: (p: ReplayProgress) => void): Promise<number> {
+export async function loadCountersAndIndex(db: Db, totals: readonly Contribution[], progress: (p: ReplayProgress) => void, spill: CounterSpill | null = null): Promise<number> {
   const counters = totals
     .flatMap((c) => c.projection.tables.flatMap((spec) => (spec.kind === 'counters' ? [{ spec, entries: c.counters.get(spec.name) ?? new Map<string, CounterEntry>() }] : [])))
     .sort((a, b) => b.entries.size - a.entries.size);
@@ -45,8 +47,13 @@ export async function loadCountersAndIndex(db: Db, totals: readonly Contribution
     db.pool === null ? createIndexStatements(spec, SHADOW).map((s) => [s]) : [keyStatements(spec), ...createIndexStatements(spec, SHADOW).map((s) => [s])];
   const totalIndexes = rowIndexes.length + counters.reduce((n, c) => n + counterIndexes(c.spec).length, 0);
 
+  // A spilled table's rows are known once its GROUP BY has run: its entries count until then.
+  const spilled = (spec: TableSpec) => spill?.spilled(spec) ?? 0;
   let totalRows = 0;
-  for (const { entries } of counters) for (const e of entries.values()) if (hasSums(e)) totalRows += 1;
+  for (const { spec, entries } of counters) {
+    if (spilled(spec) > 0) totalRows += spilled(spec) + entries.size;
+    else for (const e of entries.values()) if (hasSums(e)) totalRows += 1;
+  }
   let written = 0;
   let loaded = 0;
   let countersLeft = counters.length;
@@ -64,7 +71,15 @@ export async function loadCountersAndIndex(db: Db, totals: readonly Contribution
 
   const tasks: Task[] = [
     ...counters.map(({ spec, entries }): Task => async () => {
-      const n = await loadCounters(db, spec, spec.name + SHADOW, entries.values(), (k) => progress({ phase: 'write', done: (written += k), total: totalRows }));
+      const table = spec.name + SHADOW;
+      let n: number;
+      if (spill !== null && spilled(spec) > 0) {
+        const counted = spilled(spec) + entries.size;
+        n = await spill.load(spec, table, entries.values());
+        progress({ phase: 'write', done: (written += counted), total: totalRows });
+      } else {
+        n = await loadCounters(db, spec, table, entries.values(), (k) => progress({ phase: 'write', done: (written += k), total: totalRows }));
+      }
       loaded += n;
       countersLeft -= 1;
       indexProgress();
