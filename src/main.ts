@@ -71,8 +71,11 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       const plog = log.child({ role: 'projector' });
       if (stale.length > 0) {
         plog.info({ projections: stale.map((p) => p.name) }, 'read models built by another version of their code: rebuilding');
-        await replay(db, stale, { readBatch: config.projector.replayBatchSize,
-      counterEntries: config.projector.replayCounterRows, catchUpBatch: config.projector.batchSize });
+        await replay(db, stale, {
+          readBatch: config.projector.replayBatchSize,
+          counterEntries: config.projector.replayCounterRows,
+          catchUpBatch: config.projector.batchSize,
+        });
       }
       const running = new Projector(db, PROJECTIONS, config.projector, plog);
       await running.start();

@@ -96,6 +96,9 @@ export class CounterSpill {
   async #append(spec: CounterSpec, entries: Iterable<CounterEntry>): Promise<void> {
     const table = spec.name + SPILL;
     if (!this.#spilled.has(spec.name)) {
+      // max / min in SQL order as the fold's `pick` does only for numbers.
+      const unordered = [...(spec.maxes ?? []), ...(spec.mins ?? [])].filter((c) => c.type !== 'bigint' && c.type !== 'integer');
+      if (unordered.length > 0) throw new Error(`${spec.name}: one-way column ${unordered[0]?.name} is ${unordered[0]?.type}; spilled totals can only merge bigint or integer ones`);
       // Unlogged and keyless: written once, read once by the GROUP BY, then dropped.
       const [create] = createTableStatements(spec, SPILL, false, false);
       await this.pool.query((create as string).replace(/^CREATE TABLE/, 'CREATE UNLOGGED TABLE'));

@@ -64,6 +64,13 @@ describe('counter totals spilled to Postgres', () => {
     await spill.drop();
   });
 
+  it('refuses to spill a table whose one-way columns SQL would order differently from the fold', async () => {
+    const textMax: Projection = { ...PROJECTION, tables: [{ kind: 'counters', name: 'spill_text', keys: [col('k', 'text')], sums: bigints('a'), maxes: [col('label', 'text', true)] }] };
+    const total = new Contribution(textMax);
+    total.add('spill_text', ['x'], [1], ['b']);
+    await expect(new CounterSpill(db.pool as pg.Pool, 0).spill([total])).rejects.toThrow(/spill_text: one-way column label is text/);
+  });
+
   it('drops its spills when the rebuild gives up before loading them', async () => {
     if (SPEC?.kind !== 'counters') throw new Error('counter spec expected');
     const total = new Contribution(PROJECTION);
