@@ -19,15 +19,15 @@ const COLUMNS = `position, event_id, type, event_time, api_key_id, coalesce(mess
  * key, then message id, events without one last), a chunk at a time: a rebuild can fold each
  * message as soon as the next one begins, holding one message's events rather than the log's.
  * The index is walked rather than the log sorted, so the first rows come at once and Postgres's
- * work (about 1.6 times a scan in position order, measured on a cached log) overlaps the fold.
+ * work overlaps the fold (on a cached 1.9M-event log, a COPY of seven columns to /dev/null took
+ * 3.4 s this way against 2.1 s in position order).
  * A log much larger than memory makes that walk read the table in random order.
  */
 export async function* copyEventsByMessage(pool: pg.Pool, upTo: bigint): AsyncGenerator<LogEvent[]> {
   const client = await pool.connect();
   let finished = false;
   try {
-    await client.query('BEGIN');
-    await client.query('SET LOCAL enable_sort = off');
+    await client.query('BEGIN; SET LOCAL enable_sort = off');
     const stream = client.query(copyTo(`COPY (SELECT ${COLUMNS} FROM events WHERE position <= ${upTo} ORDER BY api_key_id, message_id) TO STDOUT`));
     let rest = '';
     const decoder = new TextDecoder();

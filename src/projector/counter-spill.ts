@@ -20,6 +20,8 @@ export const SPILL = '__spill';
 export class CounterSpill {
   /** Entries appended to each table's spill, by table name. */
   readonly #spilled = new Map<string, number>();
+  /** The totals' counter maps, gathered at the first look (a rebuild keeps the same ones, emptied by `spill`). */
+  #maps: readonly Map<string, CounterEntry>[] | null = null;
   /** Times the totals were spilled. */
   spills = 0;
 
@@ -33,10 +35,11 @@ export class CounterSpill {
     return spec.kind === 'counters' ? [`DROP TABLE IF EXISTS ${spec.name}${SPILL}`] : [];
   }
 
-  /** Whether the totals hold more entries than the limit. */
+  /** Whether the totals hold more entries than the limit (asked after every message: no allocation). */
   full(totals: readonly Contribution[]): boolean {
+    this.#maps ??= totals.flatMap((c) => [...c.counters.values()]);
     let held = 0;
-    for (const c of totals) for (const entries of c.counters.values()) held += entries.size;
+    for (const entries of this.#maps) held += entries.size;
     return held > this.limit;
   }
 
@@ -74,15 +77,10 @@ export class CounterSpill {
     const nonZero = spec.sums.map((c) => `sum(${c.name}) <> 0`).join(' OR ');
     const spill = spec.name + SPILL;
     const names = allColumns(spec).map((c) => c.name).join(', ');
-    const client = await this.pool.connect();
-    try {
-      const result = await client.query(`INSERT INTO ${table} (${names}) SELECT ${folded.join(', ')} FROM ${spill} GROUP BY ${keys.join(', ')} HAVING ${nonZero}`);
-      await client.query(`DROP TABLE ${spill}`);
-      this.#spilled.delete(spec.name);
-      return result.rowCount ?? 0;
-    } finally {
-      client.release();
-    }
+    const result = await this.pool.query(`INSERT INTO ${table} (${names}) SELECT ${folded.join(', ')} FROM ${spill} GROUP BY ${keys.join(', ')} HAVING ${nonZero}`);
+    await this.pool.query(`DROP TABLE ${spill}`);
+    this.#spilled.delete(spec.name);
+    return result.rowCount ?? 0;
   }
 
   /** Drops every spill left (after a failure; `load` drops its own). */
