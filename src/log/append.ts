@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import { CompiledQuery, type Kysely } from 'kysely';
 import type pg from 'pg';
 import type { Database } from '../db/schema.js';
 import type { LogEventRow } from '../events/decode.js';
@@ -19,15 +19,12 @@ export const eventKey = (apiKeyId: string | bigint, eventId: string): string => 
  */
 export async function appendEvents(db: Kysely<Database>, rows: readonly LogEventRow[]): Promise<AppendResult> {
   if (rows.length === 0) return { inserted: new Set() };
-  const result = await sql<{ api_key_id: bigint; event_id: string }>`
-    INSERT INTO events (${sql.raw(COLUMN_LIST)})
-    SELECT ${sql.raw(COLUMN_LIST)} FROM json_to_recordset(${batchJson(rows)}::json) AS r(${sql.raw(COLUMN_DEFINITIONS)})
-    ON CONFLICT (api_key_id, event_id) DO NOTHING
-    RETURNING api_key_id, event_id`.execute(db);
+  const result = await db.executeQuery<{ api_key_id: bigint; event_id: string }>(CompiledQuery.raw(`${APPEND} RETURNING api_key_id, event_id`, [batchJson(rows)]));
   return { inserted: new Set(result.rows.map((r) => eventKey(r.api_key_id, r.event_id))) };
 }
 
-const ONE_STATEMENT = `
+/** The append: the batch as one JSON document ($1), each event stored unless its (tenant, EventID) already is. */
+const APPEND = `
   INSERT INTO events (${COLUMN_LIST})
   SELECT ${COLUMN_LIST} FROM json_to_recordset($1::json) AS r(${COLUMN_DEFINITIONS})
   ON CONFLICT (api_key_id, event_id) DO NOTHING`;
@@ -41,7 +38,7 @@ const ONE_STATEMENT = `
  */
 export async function appendInOneStatement(pool: pg.Pool, rows: readonly LogEventRow[]): Promise<number> {
   if (rows.length === 0) return 0;
-  const result = await pool.query({ name: 'mailtally-append-one-statement', text: ONE_STATEMENT, values: [batchJson(rows)] });
+  const result = await pool.query({ name: 'mailtally-append-one-statement', text: APPEND, values: [batchJson(rows)] });
   return result.rowCount ?? 0;
 }
 
