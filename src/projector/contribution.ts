@@ -39,15 +39,19 @@ export function pick(current: Value, offered: Value, want: 1 | -1): Value {
 /**
  * Everything one projection emits for a set of groups, merged by key: counter rows add up,
  * row-table rows are collected. Used for a single group (so the projector can compare a
- * group's contribution before and after a batch) and for a whole replay.
+ * group's contribution before and after a batch) and, `indexed`, for a whole replay, whose
+ * totals take many contributions per row (see `IndexedEntries`).
  */
 export class Contribution implements Output {
   readonly counters = new Map<string, Map<string, CounterEntry>>();
   readonly rows = new Map<string, Map<string, RowEntry>>();
 
-  constructor(readonly projection: Projection) {
+  constructor(
+    readonly projection: Projection,
+    indexed = false,
+  ) {
     for (const t of projection.tables) {
-      if (t.kind === 'counters') this.counters.set(t.name, new Map());
+      if (t.kind === 'counters') this.counters.set(t.name, indexed ? new IndexedEntries() : new Map());
       else this.rows.set(t.name, new Map());
     }
   }
@@ -55,7 +59,10 @@ export class Contribution implements Output {
   add(table: string, keys: readonly Value[], sums: readonly number[], maxes: readonly Value[] = [], mins: readonly Value[] = []): void {
     const entries = this.counters.get(table);
     if (entries === undefined) throw new Error(`${this.projection.name}: no counter table ${table}`);
-    addTo(entries, keyOf(keys), keys, sums, maxes, mins);
+    if (!(entries instanceof IndexedEntries)) return addTo(entries, keyOf(keys), keys, sums, maxes, mins);
+    const entry = entries.find(keys);
+    if (entry === undefined) entries.add(keys, sums, maxes, mins);
+    else accumulate(entry, sums, maxes, mins);
   }
 
   row(table: string, keys: readonly Value[], columns: readonly Value[]): void {
@@ -91,13 +98,79 @@ export class Delta {
 
 function addTo(out: Map<string, CounterEntry>, key: string, keys: readonly Value[], sums: readonly number[], maxes: readonly Value[], mins: readonly Value[]): void {
   const entry = out.get(key);
-  if (entry === undefined) {
-    out.set(key, { keys, sums: [...sums], maxes: [...maxes], mins: [...mins] });
-    return;
-  }
+  if (entry === undefined) out.set(key, newEntry(keys, sums, maxes, mins));
+  else accumulate(entry, sums, maxes, mins);
+}
+
+function newEntry(keys: readonly Value[], sums: readonly number[], maxes: readonly Value[], mins: readonly Value[]): CounterEntry {
+  return { keys, sums: [...sums], maxes: [...maxes], mins: [...mins] };
+}
+
+function accumulate(entry: CounterEntry, sums: readonly number[], maxes: readonly Value[], mins: readonly Value[]): void {
   for (let i = 0; i < sums.length; i++) entry.sums[i] = (entry.sums[i] ?? 0) + (sums[i] ?? 0);
   for (let i = 0; i < maxes.length; i++) entry.maxes[i] = pick(entry.maxes[i] ?? null, maxes[i] ?? null, 1);
   for (let i = 0; i < mins.length; i++) entry.mins[i] = pick(entry.mins[i] ?? null, mins[i] ?? null, -1);
+}
+
+type Node = Map<Value | undefined, unknown>;
+
+/**
+ * A counter table's entries by key string, as every writer reads them, with an index by key
+ * values for a replay's lookups: a tree of small maps, one level per key column, whose keys
+ * (the log reader's interned ids, literals, numbers) are hashed once each rather than a key
+ * string built and hashed for every contribution. A replay's totals take most of their
+ * contributions this way: `statcounters` alone gets some 25 per message, into a few thousand
+ * rows.
+ *
+ * The string map stays the truth and the index only a shortcut to its entries: a lookup the
+ * index misses goes through `keyOf`, so values the index tells apart but `keyOf` joins alike
+ * (1 and '1') still meet in one entry; and a change made other than by `add` drops the index,
+ * which `add` builds again as entries are met.
+ */
+export class IndexedEntries extends Map<string, CounterEntry> {
+  #root: Node = new Map();
+
+  /** The entry under these key values, if the index has it. */
+  find(keys: readonly Value[]): CounterEntry | undefined {
+    let node: Node | undefined = this.#root;
+    const last = keys.length - 1;
+    for (let i = 0; i < last; i++) {
+      node = node.get(keys[i]) as Node | undefined;
+      if (node === undefined) return undefined;
+    }
+    return node.get(keys[last]) as CounterEntry | undefined;
+  }
+
+  /** Adds to the entry of `keys` (created if new) and indexes it under these values. */
+  add(keys: readonly Value[], sums: readonly number[], maxes: readonly Value[], mins: readonly Value[]): void {
+    const key = keyOf(keys);
+    let entry = super.get(key);
+    if (entry === undefined) super.set(key, (entry = newEntry(keys, sums, maxes, mins)));
+    else accumulate(entry, sums, maxes, mins);
+    let node = this.#root;
+    const last = keys.length - 1;
+    for (let i = 0; i < last; i++) {
+      let next = node.get(keys[i]) as Node | undefined;
+      if (next === undefined) node.set(keys[i], (next = new Map()));
+      node = next;
+    }
+    node.set(keys[last], entry);
+  }
+
+  override set(key: string, entry: CounterEntry): this {
+    this.#root = new Map();
+    return super.set(key, entry);
+  }
+
+  override delete(key: string): boolean {
+    this.#root = new Map();
+    return super.delete(key);
+  }
+
+  override clear(): void {
+    this.#root = new Map();
+    super.clear();
+  }
 }
 
 export function sameValues(a: readonly Value[], b: readonly Value[]): boolean {

@@ -232,7 +232,7 @@ export async function foldLog(
   progress: (p: ReplayProgress) => void = () => {},
   spill: CounterSpill | null = null,
 ): Promise<{ totals: Contribution[]; groups: number }> {
-  const totals = projections.map((p) => new Contribution(p));
+  const totals = projections.map((p) => new Contribution(p, true));
   const outputs = totals.map((c) => new FoldOutput(c, rows));
   if (db.pool !== null) return { totals, groups: await foldByMessage(db.pool, totals, outputs, head, options, rows, progress, spill) };
   const partitions = Math.max(1, Math.ceil(Number(head) / (options.partitionEvents ?? 400_000)));
