@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type pg from 'pg';
 import type { LogEvent, Output, Projection, TableSpec, Value } from '../../projections/kit/types.js';
+import { DEFAULT_REPLAY_COUNTER_ROWS } from '../config.js';
 import type { Db } from '../db/connect.js';
 import { logHead } from '../log/read.js';
 import { releaseLease, tryAcquireLease } from '../log/leases.js';
@@ -14,13 +15,6 @@ import { byTimeThenId, type GroupKey, groupKeyOf, groupKeyString, partitionFilte
 import { openShadowRows, type ShadowRows } from './shadow-rows.js';
 import { execAll, SHADOW, swapStatements } from './tables.js';
 import { writeDeltas } from './write-delta.js';
-
-/**
- * Counter rows a rebuild holds in memory before spilling. Smaller totals also cost the garbage
- * collector less: on a 1.9M-event log (765k counter rows), 100k gave a peak RSS of 0.94–0.97 GiB
- * and 60k–64k events/s, against 1.9–2.0 GiB and 54k–58k holding every row (bench/README.md).
- */
-export const DEFAULT_COUNTER_ENTRIES = 100_000;
 
 export type ReplayPhase = 'read' | 'fold' | 'write' | 'index' | 'catch-up' | 'swap';
 
@@ -45,7 +39,7 @@ export interface ReplayOptions {
   readonly mode?: 'swap' | 'verify';
   /**
    * Postgres: counter rows the rebuild holds in memory at most before it spills them to the
-   * database (see `counter-spill.ts`); default {@link DEFAULT_COUNTER_ENTRIES}.
+   * database (see `counter-spill.ts`); default {@link DEFAULT_REPLAY_COUNTER_ROWS} (`REPLAY_COUNTER_ROWS`).
    */
   readonly counterEntries?: number;
   /**
@@ -101,7 +95,7 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
   // Row tables are written while the log is read and folded (one connection: the reader must
   // not starve); counter tables once the whole log is folded.
   const shadowRows = openShadowRows(db, SHADOW);
-  const spill = db.pool !== null ? new CounterSpill(db.pool, options.counterEntries ?? DEFAULT_COUNTER_ENTRIES) : null;
+  const spill = db.pool !== null ? new CounterSpill(db.pool, options.counterEntries ?? DEFAULT_REPLAY_COUNTER_ROWS) : null;
   let rows: number;
   let groupCount: number;
   try {
@@ -160,13 +154,7 @@ async function readGroups(
     const events = await readEventRange(db.kysely, after, head, options.readBatch, filter);
     const last = events.at(-1);
     if (last === undefined) break;
-    for (const e of events) {
-      const key = groupKeyOf(e);
-      const id = groupKeyString(key);
-      const g = groups.get(id);
-      if (g === undefined) groups.set(id, { key, events: [e] });
-      else g.events.push(e);
-    }
+    for (const e of events) addToGroup(groups, e);
     onRead(events.length);
     after = last.position;
   }
@@ -184,6 +172,15 @@ async function foldGroups(outputs: readonly FoldOutput[], groups: Map<string, Pe
     groups.delete(id);
     if (rows !== null && ++folded % 500 === 0) await rows.room();
   }
+}
+
+/** Puts an event into its group (message or campaign), a new one if it is the group's first. */
+function addToGroup(groups: Map<string, PendingGroup>, e: LogEvent): void {
+  const key = groupKeyOf(e);
+  const id = groupKeyString(key);
+  const g = groups.get(id);
+  if (g === undefined) groups.set(id, { key, events: [e] });
+  else g.events.push(e);
 }
 
 /** One group, by every projection that reads its kind. */
@@ -266,10 +263,11 @@ async function foldByMessage(
   spill: CounterSpill | null,
 ): Promise<number> {
   let groups = 0;
-  const fold = async (group: PendingGroup) => {
+  // Synchronous for each message; only a spill, when the totals are full, waits for the database.
+  const fold = (group: PendingGroup): boolean => {
     foldGroup(outputs, group);
     groups += 1;
-    if (spill?.full(totals) === true) await spill.spill(totals);
+    return spill?.full(totals) === true;
   };
   const campaigns = new Map<string, PendingGroup>();
   let current: PendingGroup | null = null;
@@ -278,15 +276,11 @@ async function foldByMessage(
     options.signal?.throwIfAborted();
     for (const e of events) {
       if (e.type === 'campaign') {
-        const key = groupKeyOf(e);
-        const id = groupKeyString(key);
-        const g = campaigns.get(id);
-        if (g === undefined) campaigns.set(id, { key, events: [e] });
-        else g.events.push(e);
+        addToGroup(campaigns, e);
       } else if (current !== null && current.key.id === e.messageId && current.key.apiKeyId === e.apiKeyId) {
         current.events.push(e);
       } else {
-        if (current !== null) await fold(current);
+        if (current !== null && fold(current)) await spill?.spill(totals);
         current = { key: groupKeyOf(e), events: [e] };
       }
     }
@@ -294,8 +288,8 @@ async function foldByMessage(
     progress({ phase: 'read', done: read, total: Number(head) });
     if (rows !== null) await rows.room();
   }
-  if (current !== null) await fold(current);
-  for (const g of campaigns.values()) await fold(g);
+  if (current !== null && fold(current)) await spill?.spill(totals);
+  for (const g of campaigns.values()) if (fold(g)) await spill?.spill(totals);
   return groups;
 }
 
