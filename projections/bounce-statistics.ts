@@ -1,5 +1,6 @@
 import { API_KEY, col, DIM_COLUMNS, DIM_INDEXES } from './kit/columns.js';
 import { campaignDims, messageFacts } from './kit/message-facts.js';
+import { dimsSql } from './kit/sql.js';
 import type { Group, Output, Projection } from './kit/types.js';
 
 /**
@@ -40,5 +41,11 @@ export const bounceStatistics: Projection = {
         [f.messageId, f.contactId, ...dims, e.time, e.blocked, e.hardBounce, e.stateId, e.errorRelatedTo, e.error],
       );
     }
+  },
+  sql: {
+    bounce_stats: `
+      SELECT api_key_id, position AS id, message_id, contact_id, ${dimsSql('e')}, event_time AS bounced_at, blocked AS is_blocked,
+        hard_bounce AS is_state_permanent, state_id, error_related_to, error
+      FROM engagement e WHERE type = 'bounce'`,
   },
 };

@@ -1,6 +1,9 @@
 import { API_KEY, bigints, col } from './kit/columns.js';
 import { isProcessed, messageFacts } from './kit/message-facts.js';
+import { hasSql, PROCESSED_SQL } from './kit/sql.js';
 import type { Group, Output, Projection } from './kit/types.js';
+
+const FIELDS = ['Title', 'Subject', 'IDType', 'Status', 'SendTimeStart', 'Starred', 'EditMode', 'EditType'] as const;
 
 /**
  * /campaignoverview: distinct-message counts per campaign, and the campaign's metadata from its
@@ -52,9 +55,42 @@ export const campaignOverview: Projection = {
       [f.messageTime],
     );
   },
+  sql: {
+    campaign_stats: `
+      SELECT api_key_id, campaign_id, ${PROCESSED_SQL} AS processed, ${hasSql('sent')} AS delivered, ${hasSql('opened')} AS opened,
+        ${hasSql('clicked')} AS clicked, ${hasSql('bounced')} AS bounced, ${hasSql('blocked')} AS blocked, ${hasSql('spam')} AS spam,
+        ${hasSql('unsub')} AS unsub, message_time AS first_message_time
+      FROM facts WHERE campaign_id <> 0`,
+    // Per field, the value of the latest event (by time, then EventID) whose payload has it.
+    campaigns: `
+      SELECT api_key_id, campaign_id,
+        ${jsonText('Title')} AS title, ${jsonText('Subject')} AS subject, ${jsonText('IDType')} AS id_type,
+        ${jsonNumber('Status', 'integer')} AS status, ${jsonNumber('SendTimeStart', 'bigint')} AS send_time_start,
+        CASE WHEN jsonb_typeof(${latest('Starred')}) = 'boolean' THEN ${latest('Starred')}::boolean END AS starred,
+        ${jsonText('EditMode')} AS edit_mode, ${jsonText('EditType')} AS edit_type, updated_at
+      FROM (
+        SELECT api_key_id, campaign_id, max(event_time) AS updated_at,
+          ${FIELDS.map((f) => `(array_agg(payload -> '${f}' ORDER BY event_time DESC, event_id COLLATE "C" DESC) FILTER (WHERE payload ? '${f}'))[1] AS ${latest(f)}`).join(', ')}
+        FROM log WHERE type = 'campaign' GROUP BY api_key_id, campaign_id
+      ) latest`,
+  },
 };
 
-const FIELDS = ['Title', 'Subject', 'IDType', 'Status', 'SendTimeStart', 'Starred', 'EditMode', 'EditType'] as const;
+/** The column of the SQL below holding a field's latest value (JSON). */
+function latest(field: string): string {
+  return `latest_${field.toLowerCase()}`;
+}
+
+/** `text` below in SQL. */
+function jsonText(field: string): string {
+  return `CASE WHEN jsonb_typeof(${latest(field)}) = 'string' THEN ${latest(field)} #>> '{}' END`;
+}
+
+/** `num` below in SQL: a JSON number, or a string of digits, as the column's type; else null. */
+function jsonNumber(field: string, type: 'integer' | 'bigint'): string {
+  const v = latest(field);
+  return `CASE WHEN jsonb_typeof(${v}) = 'number' OR (jsonb_typeof(${v}) = 'string' AND (${v} #>> '{}') ~ '^-?[0-9]+$') THEN (${v} #>> '{}')::numeric::${type} END`;
+}
 
 function projectMetadata(group: Group, out: Output): void {
   const latest: Record<string, unknown> = {};

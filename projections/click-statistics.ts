@@ -1,6 +1,7 @@
 import { API_KEY, col, DIM_COLUMNS, DIM_INDEXES } from './kit/columns.js';
 import { stableId } from './kit/ids.js';
 import { campaignDims, delayOf, messageFacts } from './kit/message-facts.js';
+import { dimsSql, userAgentIdSql } from './kit/sql.js';
 import type { Group, Output, Projection } from './kit/types.js';
 
 /**
@@ -41,6 +42,12 @@ export const clickStatistics: Projection = {
         [f.messageId, f.contactId, ...dims, e.time, delayOf(f, e), e.url, userAgentId(e.uaPlatform, e.uaClient), e.uaPlatform, e.uaClient],
       );
     }
+  },
+  sql: {
+    click_stats: `
+      SELECT api_key_id, position AS id, message_id, contact_id, ${dimsSql('e')}, event_time AS clicked_at, event_time - message_time AS clicked_delay,
+        url, ${userAgentIdSql('ua_platform', 'ua_client')} AS user_agent_id, ua_platform, ua_client
+      FROM engagement e WHERE type = 'click'`,
   },
 };
 

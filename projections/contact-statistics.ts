@@ -1,6 +1,7 @@
 import { API_KEY, bigints, col } from './kit/columns.js';
 import { DISTINCT_SUMS, distinctCounts } from './kit/distinct.js';
 import { messageFacts } from './kit/message-facts.js';
+import { DISTINCT_SQL } from './kit/sql.js';
 import type { Group, Output, Projection } from './kit/types.js';
 
 /** /contactstatistics: distinct-message counts per recipient (keyed by email; ContactID kept). */
@@ -22,5 +23,8 @@ export const contactStatistics: Projection = {
     const f = messageFacts(group);
     if (f.email === '') return;
     out.add('contact_stats', [f.apiKeyId, f.email], distinctCounts(f), [f.contactId, f.lastActivity]);
+  },
+  sql: {
+    contact_stats: `SELECT api_key_id, email, ${DISTINCT_SQL}, contact_id, last_activity AS last_activity_at FROM facts WHERE email <> ''`,
   },
 };

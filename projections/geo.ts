@@ -1,5 +1,6 @@
 import { API_KEY, bigints, col, DIM_COLUMNS } from './kit/columns.js';
 import { campaignDims, messageFacts } from './kit/message-facts.js';
+import { dimsSql } from './kit/sql.js';
 import type { Group, Output, Projection } from './kit/types.js';
 
 /** /geostatistics: opens and clicks per country (the `geo` of each event), as events and as messages. */
@@ -29,5 +30,11 @@ export const geo: Projection = {
     for (const [country, [opens, clicks]] of perCountry) {
       out.add('geo_stats', [f.apiKeyId, ...dims, country], [opens, clicks, opens > 0 ? 1 : 0, clicks > 0 ? 1 : 0]);
     }
+  },
+  sql: {
+    geo_stats: `
+      SELECT api_key_id, ${dimsSql('e')}, geo AS country, count(*) FILTER (WHERE type = 'open') AS opened_events,
+        count(*) FILTER (WHERE type = 'click') AS clicked_events, bool_or(type = 'open')::int AS opened_messages, bool_or(type = 'click')::int AS clicked_messages
+      FROM engagement e WHERE type IN ('open', 'click') AND geo <> '' GROUP BY api_key_id, message_id, ${dimsSql('e')}, geo`,
   },
 };

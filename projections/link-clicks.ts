@@ -1,6 +1,7 @@
 import { API_KEY, bigints, col, DIM_COLUMNS } from './kit/columns.js';
 import { stableId } from './kit/ids.js';
 import { campaignDims, messageFacts } from './kit/message-facts.js';
+import { dimsSql, stableIdSql, utf8 } from './kit/sql.js';
 import type { Group, Output, Projection } from './kit/types.js';
 
 /**
@@ -34,5 +35,10 @@ export const linkClicks: Projection = {
     for (const [url, events] of perUrl) {
       out.add('link_clicks', [f.apiKeyId, ...dims, url], [1, events], [stableId(`url:${url}`)]);
     }
+  },
+  sql: {
+    link_clicks: `
+      SELECT api_key_id, ${dimsSql('e')}, url, 1 AS clicked_messages, count(*) AS clicked_events, ${stableIdSql(utf8(`'url:' || url`))} AS link_id
+      FROM engagement e WHERE type = 'click' AND url <> '' GROUP BY api_key_id, message_id, ${dimsSql('e')}, url`,
   },
 };

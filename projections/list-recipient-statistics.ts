@@ -2,6 +2,7 @@ import { API_KEY, bigints, col } from './kit/columns.js';
 import { DISTINCT_SUMS, distinctCounts } from './kit/distinct.js';
 import { stableId } from './kit/ids.js';
 import { messageFacts } from './kit/message-facts.js';
+import { DISTINCT_SQL, stableIdSql, tOf, utf8 } from './kit/sql.js';
 import type { Group, Output, Projection } from './kit/types.js';
 
 /**
@@ -33,5 +34,12 @@ export const listRecipientStatistics: Projection = {
       [stableId(`list-recipient:${f.apiKeyId}:${f.listId}:${f.email}`), f.contactId, f.lastActivity],
       [f.first.unsub?.time ?? null],
     );
+  },
+  sql: {
+    list_recipient_stats: `
+      SELECT api_key_id, list_id, email, ${DISTINCT_SQL},
+        ${stableIdSql(utf8(`'list-recipient:' || api_key_id || ':' || list_id || ':' || email`))} AS list_recipient_id,
+        contact_id, last_activity AS last_activity_at, ${tOf('unsub')} AS unsubscribed_at
+      FROM facts WHERE list_id <> 0 AND email <> ''`,
   },
 };

@@ -1,5 +1,6 @@
 import { API_KEY, col, DIM_COLUMNS, DIM_INDEXES } from './kit/columns.js';
 import { campaignDims, messageFacts } from './kit/message-facts.js';
+import { dimsSql, nOf, tOf } from './kit/sql.js';
 import type { Group, LogEvent, Output, Projection } from './kit/types.js';
 
 /**
@@ -71,6 +72,22 @@ export const messages: Projection = {
         f.events.length,
       ],
     );
+  },
+  sql: {
+    // `latest % 16` is the rank of the latest event. Bounces and blocks share a rank: at the
+    // latest time the one with the largest EventID wins, which is the message's last failure.
+    messages: `
+      SELECT f.api_key_id, f.message_id, f.contact_id, ${dimsSql('f')}, f.email, f.recipient_domain, f.esp, f.message_time,
+        CASE f.latest % 16 WHEN 1 THEN 'queued' WHEN 2 THEN 'deferred' WHEN 3 THEN 'sent'
+          WHEN 4 THEN CASE WHEN x.type = 'blocked' THEN 'blocked' WHEN x.hard_bounce THEN 'hardbounced' ELSE 'softbounced' END
+          WHEN 5 THEN 'opened' WHEN 6 THEN 'clicked' WHEN 7 THEN 'spam' WHEN 8 THEN 'unsub' ELSE 'unknown' END AS status,
+        x.state_id, coalesce(x.type = 'blocked' OR x.hard_bounce, false) AS is_state_permanent,
+        f.${tOf('opened')} AS first_open_at, f.${tOf('clicked')} AS first_click_at, f.last_activity AS last_activity_at,
+        f.${nOf('sent')} + f.${nOf('deferred')} + f.${nOf('bounced')} AS attempt_count, f.events AS event_count
+      FROM facts f LEFT JOIN (
+        SELECT DISTINCT ON (api_key_id, message_id) api_key_id, message_id, type, hard_bounce, state_id
+        FROM engagement WHERE type IN ('bounce', 'blocked') ORDER BY api_key_id, message_id, event_time DESC, event_id COLLATE "C" DESC
+      ) x USING (api_key_id, message_id)`,
   },
 };
 

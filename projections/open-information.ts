@@ -1,6 +1,7 @@
 import { userAgentId } from './click-statistics.js';
 import { API_KEY, col, DIM_COLUMNS, DIM_INDEXES } from './kit/columns.js';
 import { campaignDims, messageFacts } from './kit/message-facts.js';
+import { dimsSql, tOf, userAgentIdSql } from './kit/sql.js';
 import type { Group, Output, Projection } from './kit/types.js';
 
 /**
@@ -49,5 +50,13 @@ export const openInformation: Projection = {
         open.uaClient,
       ],
     );
+  },
+  sql: {
+    // The first open of each message: smallest time, then EventID.
+    open_info: `
+      SELECT DISTINCT ON (api_key_id, message_id) api_key_id, message_id, position AS id, contact_id, ${dimsSql('e')}, event_time AS opened_at,
+        coalesce(${tOf('sent')}, message_time) AS arrived_at, ${userAgentIdSql('ua_platform', 'ua_client')} AS user_agent_id,
+        agent AS user_agent_full, ua_platform, ua_client
+      FROM engagement e WHERE type = 'open' ORDER BY api_key_id, message_id, event_time, event_id COLLATE "C"`,
   },
 };

@@ -1,6 +1,7 @@
 import { API_KEY, bigints, col } from './kit/columns.js';
 import { has } from './kit/distinct.js';
 import { isAttempted, messageFacts } from './kit/message-facts.js';
+import { hasSql, nOf } from './kit/sql.js';
 import type { Group, Output, Projection } from './kit/types.js';
 
 /**
@@ -29,5 +30,13 @@ export const recipientEsp: Projection = {
     // projector would store it, a replay would not).
     if (sums.every((n) => n === 0)) return;
     out.add('recipient_esp_stats', [f.apiKeyId, f.campaignId, f.esp === '' ? 'others' : f.esp], sums);
+  },
+  sql: {
+    recipient_esp_stats: `
+      SELECT api_key_id, campaign_id, CASE WHEN esp = '' THEN 'others' ELSE esp END AS esp,
+        (message_time IS NOT NULL AND ${nOf('blocked')} = 0)::int AS attempted, ${hasSql('sent')} AS delivered, ${hasSql('opened')} AS opened,
+        ${hasSql('clicked')} AS clicked, ${hasSql('deferred')} AS deferred, ${hasSql('softBounced')} AS soft_bounced,
+        ${hasSql('hardBounced')} AS hard_bounced, ${hasSql('unsub')} AS unsub, ${hasSql('spam')} AS spam
+      FROM facts WHERE campaign_id <> 0`,
   },
 };

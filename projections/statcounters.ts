@@ -1,5 +1,6 @@
 import { API_KEY, bigints, col } from './kit/columns.js';
 import { delayOf, type MessageFacts, messageFacts, OUTCOMES, type Outcome } from './kit/message-facts.js';
+import { hasSql, nOf, RESOLUTIONS_SQL, sliceSql, tOf } from './kit/sql.js';
 import { RESOLUTIONS, sliceStart } from './kit/time.js';
 import type { Group, LogEvent, Output, Projection } from './kit/types.js';
 
@@ -87,6 +88,7 @@ export const statcounters: Projection = {
       }
     }
   },
+  sql: { statcounters: statcountersSql() },
 };
 
 /** A counter source: type, id, and whether it has Event timing. */
@@ -141,4 +143,75 @@ function vectorAt(slices: Map<number, number[]>, time: number, seconds: number):
   let v = slices.get(s);
   if (v === undefined) slices.set(s, (v = new Array<number>(N).fill(0)));
   return v;
+}
+
+/**
+ * The same counters set-based. Sums add up, so they are first added up per 5-minute slice (the
+ * finest resolution; an hour and a day are whole numbers of them) and per campaign, sender and
+ * list, and the rows of every source and resolution are made from those few partial sums:
+ * - `by_message_time`: each message's vector, by the slice of its message time (null: not
+ *   processed), for Lifetime and Message timing;
+ * - `by_event_time`: Event timing's parts, each in the slice of its own time: Total at the
+ *   message time, each flag at its outcome's first event, the delays at the first open / click
+ *   (`parts`, one row per message and part), and the event counts at each event's time.
+ */
+function statcountersSql(): string {
+  const names = SUMS.map((c) => c.name);
+  const flags = Object.entries(FLAG_INDEX) as [Outcome, number][];
+  const vector = names.map((n, i) => {
+    if (i === TOTAL) return `(message_time IS NOT NULL)::int AS ${n}`;
+    if (i === OPEN_DELAY) return `coalesce(${tOf('opened')} - message_time, 0) AS ${n}`;
+    if (i === CLICK_DELAY) return `coalesce(${tOf('clicked')} - message_time, 0) AS ${n}`;
+    const flag = flags.find(([, j]) => j === i);
+    if (flag !== undefined) return `${hasSql(flag[0])} AS ${n}`;
+    const type = Object.entries(EVENT_INDEX).find(([, j]) => j === i)?.[0];
+    const outcome = { open: 'opened', click: 'clicked', spam: 'spam', unsub: 'unsub' }[type as string] as Outcome;
+    return `${nOf(outcome)} AS ${n}`;
+  });
+  const sums = names.map((n) => `sum(${n}) AS ${n}`).join(', ');
+  // Event timing parts of a message: (time, index of the column, value).
+  const parts = [
+    `(message_time, ${TOTAL}, 1)`,
+    ...flags.map(([o, i]) => `(${tOf(o)}, ${i}, 1)`),
+    `(${tOf('opened')}, ${OPEN_DELAY}, ${tOf('opened')} - message_time)`,
+    `(${tOf('clicked')}, ${CLICK_DELAY}, ${tOf('clicked')} - message_time)`,
+  ];
+  const pivot = names.map((n, i) => `coalesce(sum(value) FILTER (WHERE i = ${i}), 0) AS ${n}`).join(', ');
+  const eventCounts = names.map((n, i) => {
+    const type = Object.entries(EVENT_INDEX).find(([, j]) => j === i)?.[0];
+    return type === undefined ? `0 AS ${n}` : `count(*) FILTER (WHERE e.type = '${type}') AS ${n}`;
+  });
+  const sources = (withSender: boolean) =>
+    `CROSS JOIN LATERAL (VALUES ('A', 0::bigint, true), ('C', campaign_id, campaign_id <> 0)${withSender ? ", ('S', sender_id, sender_id <> 0)" : ''}) src(type, id, used)`;
+  return `
+    WITH by_message_time AS (
+      SELECT api_key_id, campaign_id, sender_id, list_id, ${sliceSql('message_time', 300)} AS slice, ${sums}
+      FROM (SELECT api_key_id, campaign_id, sender_id, list_id, message_time, ${vector.join(', ')} FROM facts) m
+      GROUP BY 1, 2, 3, 4, 5
+    ), by_event_time AS (
+      SELECT api_key_id, campaign_id, slice, ${sums} FROM (
+        SELECT api_key_id, campaign_id, slice, ${pivot} FROM (
+          SELECT f.api_key_id, f.campaign_id, ${sliceSql('p.time', 300)} AS slice, p.i, sum(p.value) AS value
+          FROM facts f CROSS JOIN LATERAL (VALUES ${parts.join(', ')}) p(time, i, value)
+          WHERE p.time IS NOT NULL AND (p.i < ${OPEN_DELAY} OR f.message_time IS NOT NULL)
+          GROUP BY 1, 2, 3, 4
+        ) by_part GROUP BY 1, 2, 3
+        UNION ALL
+        SELECT api_key_id, campaign_id, ${sliceSql('event_time', 300)} AS slice, ${eventCounts.join(', ')}
+        FROM engagement e
+        WHERE e.type IN (${Object.keys(EVENT_INDEX).map((t) => `'${t}'`).join(', ')})
+        GROUP BY 1, 2, 3
+      ) parts GROUP BY 1, 2, 3
+    )
+    SELECT api_key_id, src.type AS source_type, src.id AS source_id, 'L' AS timing, 'L' AS resolution, 0 AS timeslice, ${names.join(', ')}
+    FROM by_message_time CROSS JOIN LATERAL (VALUES ('A', 0::bigint, true), ('C', campaign_id, campaign_id <> 0), ('S', sender_id, sender_id <> 0), ('L', list_id, list_id <> 0)) src(type, id, used)
+    WHERE src.used
+    UNION ALL
+    SELECT api_key_id, src.type, src.id, 'M', r.code, ${sliceSql('slice', 'r.seconds')}, ${names.join(', ')}
+    FROM by_message_time ${sources(true)} CROSS JOIN ${RESOLUTIONS_SQL} r(code, seconds)
+    WHERE src.used AND slice IS NOT NULL
+    UNION ALL
+    SELECT api_key_id, src.type, src.id, 'E', r.code, ${sliceSql('slice', 'r.seconds')}, ${names.join(', ')}
+    FROM by_event_time ${sources(false)} CROSS JOIN ${RESOLUTIONS_SQL} r(code, seconds)
+    WHERE src.used`;
 }

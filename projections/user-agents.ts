@@ -1,5 +1,6 @@
 import { API_KEY, bigints, col, DIM_COLUMNS } from './kit/columns.js';
 import { campaignDims, messageFacts } from './kit/message-facts.js';
+import { dimsSql } from './kit/sql.js';
 import type { Group, Output, Projection } from './kit/types.js';
 
 /**
@@ -33,5 +34,10 @@ export const userAgents: Projection = {
     for (const [event, platform, client, n] of counts.values()) {
       out.add('user_agent_stats', [f.apiKeyId, ...dims, event, platform, client], [n, 1]);
     }
+  },
+  sql: {
+    user_agent_stats: `
+      SELECT api_key_id, ${dimsSql('e')}, type AS event, ua_platform AS platform, ua_client AS client, count(*) AS count, 1 AS distinct_count
+      FROM engagement e WHERE type IN ('open', 'click') GROUP BY api_key_id, message_id, ${dimsSql('e')}, type, ua_platform, ua_client`,
   },
 };

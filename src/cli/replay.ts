@@ -8,13 +8,14 @@ import { ensureProjectionTables } from '../projector/tables.js';
 
 const PHASE_LABELS: Record<ReplayPhase, string> = {
   read: 'reading the log  ',
+  build: 'building tables  ',
   fold: 'folding          ',
   write: 'writing tables   ',
   index: 'indexing         ',
   'catch-up': 'catching up      ',
   swap: 'swapping in      ',
 };
-const UNITS: Record<ReplayPhase, string> = { read: 'positions', fold: 'groups', write: 'rows', index: 'indexes', 'catch-up': 'positions', swap: '' };
+const UNITS: Record<ReplayPhase, string> = { read: 'positions', build: 'tables', fold: 'groups', write: 'rows', index: 'indexes', 'catch-up': 'positions', swap: '' };
 
 /** `mailtally replay [--projection a,b]`: rebuild read models from the log, with progress. */
 export async function runReplay(config: Config, only: string | undefined): Promise<number> {

@@ -96,17 +96,17 @@ export async function loadCountersAndIndex(db: Db, totals: readonly Contribution
  * rows, then made the key. The table's other index builds may run beside the unique index's;
  * the `ALTER TABLE` that makes it the key waits for those still running to finish.
  */
-function keyStatements(spec: TableSpec): string[] {
+export function keyStatements(spec: TableSpec): string[] {
   const table = spec.name + SHADOW;
   const name = `${table}_pkey`;
   return [`CREATE UNIQUE INDEX ${name} ON ${table} (${spec.keys.map((k) => k.name).join(', ')})`, `ALTER TABLE ${table} ADD CONSTRAINT ${name} PRIMARY KEY USING INDEX ${name}`];
 }
 
 /** A step of work; returns the steps it made possible (they run before those still waiting). */
-type Task = () => Promise<Task[]>;
+export type Task = () => Promise<Task[]>;
 
 /** Runs `tasks` and those they return, at most `limit` at a time; rejects with the first failure once the running ones have ended. */
-function runTasks(limit: number, tasks: readonly Task[]): Promise<void> {
+export function runTasks(limit: number, tasks: readonly Task[]): Promise<void> {
   const queue = [...tasks];
   let running = 0;
   let failure: { err: unknown } | null = null;

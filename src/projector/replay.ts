@@ -12,11 +12,12 @@ import { Contribution } from './contribution.js';
 import { CounterSpill } from './counter-spill.js';
 import { createShadowStatements, loadCountersAndIndex } from './finish-shadows.js';
 import { byTimeThenId, type GroupKey, groupKeyOf, groupKeyString, partitionFilter, readEventRange } from './read-groups.js';
+import { buildShadowsBySql, hasSql } from './set-rebuild.js';
 import { openShadowRows, type ShadowRows } from './shadow-rows.js';
 import { execAll, SHADOW, swapStatements } from './tables.js';
 import { writeDeltas } from './write-delta.js';
 
-export type ReplayPhase = 'read' | 'fold' | 'write' | 'index' | 'catch-up' | 'swap';
+export type ReplayPhase = 'read' | 'build' | 'fold' | 'write' | 'index' | 'catch-up' | 'swap';
 
 export interface ReplayProgress {
   phase: ReplayPhase;
@@ -47,6 +48,12 @@ export interface ReplayOptions {
    * Postgres reads the log once, in message order, and folds each message as it passes.
    */
   readonly partitionEvents?: number;
+  /**
+   * 'sql' (default): projections with set-based SQL are rebuilt by Postgres itself
+   * (`set-rebuild.ts`), the others folded. 'fold': every projection folded, group by group, as
+   * the live projector does (the tests compare the two).
+   */
+  readonly engine?: 'sql' | 'fold';
 }
 
 export interface ReplayReport {
@@ -89,15 +96,46 @@ export async function replay(db: Db, projections: readonly Projection[], options
 async function rebuild(db: Db, projections: readonly Projection[], options: ReplayOptions): Promise<ReplayReport> {
   const progress = options.onProgress ?? (() => {});
   const tables = projections.flatMap((p) => p.tables);
-  for (const t of tables) await execAll(db.kysely, [`DROP TABLE IF EXISTS ${t.name}${SHADOW}`, ...CounterSpill.dropStatements(t), ...createShadowStatements(db, t)]);
-
   const head = await logHead(db.kysely);
+  const bySql = options.engine === 'fold' ? [] : projections.filter(hasSql);
+  const byFold = projections.filter((p) => !bySql.includes(p));
+  let rows = 0;
+  let groupCount = 0;
+  let spills = 0;
+  if (bySql.length > 0) {
+    const built = await buildShadowsBySql(db, bySql, head, progress);
+    rows += built.rows;
+    groupCount = built.groups;
+  }
+  if (byFold.length > 0) {
+    const folded = await foldShadows(db, byFold, head, options, progress);
+    rows += folded.rows;
+    groupCount = Math.max(groupCount, folded.groups);
+    spills = folded.spills;
+  }
+
+  const report = { projections: projections.map((p) => p.name), position: head, events: Number(head), groups: groupCount, rows, spills };
+  if (options.mode === 'verify') return { ...report, differences: await compareWithLive(db, tables) };
+  const position = await catchUp(db, projections, head, options, progress);
+  await swap(db, projections, position);
+  progress({ phase: 'swap', done: 1, total: 1 });
+  return { ...report, position };
+}
+
+/** The fold's rebuild: every event read and folded group by group into the shadow tables. */
+async function foldShadows(
+  db: Db,
+  projections: readonly Projection[],
+  head: bigint,
+  options: ReplayOptions,
+  progress: (p: ReplayProgress) => void,
+): Promise<{ rows: number; groups: number; spills: number }> {
+  const tables = projections.flatMap((p) => p.tables);
+  for (const t of tables) await execAll(db.kysely, [`DROP TABLE IF EXISTS ${t.name}${SHADOW}`, ...CounterSpill.dropStatements(t), ...createShadowStatements(db, t)]);
   // Row tables are written while the log is read and folded (one connection: the reader must
   // not starve); counter tables once the whole log is folded.
   const shadowRows = openShadowRows(db, SHADOW);
   const spill = db.pool !== null ? new CounterSpill(db.pool, options.counterEntries ?? DEFAULT_REPLAY_COUNTER_ROWS) : null;
-  let rows: number;
-  let groupCount: number;
   try {
     let folded: Awaited<ReturnType<typeof foldLog>>;
     try {
@@ -106,18 +144,11 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
     } finally {
       await shadowRows.close();
     }
-    groupCount = folded.groups;
-    rows = shadowRows.rows + (await loadCountersAndIndex(db, folded.totals, progress, spill));
+    const rows = shadowRows.rows + (await loadCountersAndIndex(db, folded.totals, progress, spill));
+    return { rows, groups: folded.groups, spills: spill?.spills ?? 0 };
   } finally {
     await spill?.drop();
   }
-
-  const report = { projections: projections.map((p) => p.name), position: head, events: Number(head), groups: groupCount, rows, spills: spill?.spills ?? 0 };
-  if (options.mode === 'verify') return { ...report, differences: await compareWithLive(db, tables) };
-  const position = await catchUp(db, projections, head, options, progress);
-  await swap(db, projections, position);
-  progress({ phase: 'swap', done: 1, total: 1 });
-  return { ...report, position };
 }
 
 async function compareWithLive(db: Db, tables: readonly TableSpec[]): Promise<Record<string, { onlyLive: number; onlyRebuilt: number }>> {

@@ -1,0 +1,132 @@
+import { OUTCOMES, type Outcome } from './message-facts.js';
+import { RESOLUTIONS } from './time.js';
+
+/**
+ * The set-based side of the read models: what a rebuild runs instead of folding the log group by
+ * group (`src/projector/set-rebuild.ts`). Each projection's `sql` gives, per table, one SELECT
+ * over two relations the rebuild provides:
+ *
+ * - `log`: the events up to the position being rebuilt (the `events` table's columns);
+ * - `facts`: one row per message, {@link MessageFacts} in SQL ({@link FACTS_SELECT});
+ * - `engagement`: the log's opens, clicks, spam reports, unsubscribes, bounces and blocks (the
+ *   few events most tables list or count one by one), each with its message's facts
+ *   ({@link ENGAGEMENT_SELECT}): a small copy, so no table's SQL scans the whole log or joins it.
+ *
+ * A counter table's SELECT gives contributions (its key, sum, max and min columns, by name; any
+ * number of rows per key), which the rebuild adds up by key, dropping rows whose sums are all
+ * zero, as the fold does. A row table's SELECT gives its rows. Either must give exactly what the
+ * projection's `project` gives for the same log: the replay tests rebuild both ways and compare.
+ *
+ * Text is compared as the fold compares it (`COLLATE "C"`: by code point, which is the fold's
+ * UTF-16 order except between U+E000–U+FFFF and characters beyond U+FFFF).
+ */
+
+/** Column of `facts` holding the number of events of an outcome, and the time of its first. */
+export const nOf = (o: Outcome): string => `n_${snake(o)}`;
+export const tOf = (o: Outcome): string => `t_${snake(o)}`;
+
+function snake(s: string): string {
+  return s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+}
+
+/** The condition an event meets to count as each outcome (see `outcomesOf` in message-facts.ts). */
+const OUTCOME_WHERE: Record<Outcome, string> = {
+  queued: `type = 'queued'`,
+  sent: `type = 'sent'`,
+  deferred: `type = 'deferred'`,
+  bounced: `type = 'bounce'`,
+  hardBounced: `type = 'bounce' AND coalesce(hard_bounce, false)`,
+  softBounced: `type = 'bounce' AND NOT coalesce(hard_bounce, false)`,
+  blocked: `type = 'blocked'`,
+  opened: `type = 'open'`,
+  clicked: `type = 'click'`,
+  spam: `type = 'spam'`,
+  unsub: `type = 'unsub'`,
+};
+
+/** Pipeline rank of each event type (`RANK` in messages.ts), for the latest event of a message. */
+export const RANK_SQL = `CASE type WHEN 'queued' THEN 1 WHEN 'deferred' THEN 2 WHEN 'sent' THEN 3 WHEN 'bounce' THEN 4 WHEN 'blocked' THEN 4 WHEN 'open' THEN 5 WHEN 'click' THEN 6 WHEN 'spam' THEN 7 WHEN 'unsub' THEN 8 ELSE 0 END`;
+
+const text = (c: string) => `coalesce(max(${c} COLLATE "C"), '') AS ${c}`;
+const id = (c: string) => `coalesce(max(${c}), 0) AS ${c}`;
+
+/**
+ * `facts`: {@link MessageFacts} of every message in `log`, one row each:
+ * - `campaign_id`, `contact_id`, `list_id`, `sender_id` (0: none), `email`, `recipient_domain`,
+ *   `esp`, `sender`, `sender_domain`, `custom_campaign` ('': none): the largest value its events carry;
+ * - `message_time`: smallest time of its delivery events (null: not processed);
+ * - `last_activity`: largest event time; `events`: how many it has;
+ * - per outcome `n_<outcome>` (events) and `t_<outcome>` (time of the first; null: none);
+ * - `latest`: time × 16 + pipeline rank of its latest event (`RANK_SQL`).
+ */
+export const FACTS_SELECT = `
+  SELECT api_key_id, message_id,
+    ${['campaign_id', 'contact_id', 'list_id', 'sender_id'].map(id).join(', ')},
+    ${['email', 'recipient_domain', 'esp', 'sender', 'sender_domain', 'custom_campaign'].map(text).join(', ')},
+    min(event_time) FILTER (WHERE type IN ('queued', 'sent', 'deferred', 'bounce', 'blocked')) AS message_time,
+    max(event_time) AS last_activity,
+    count(*)::int AS events,
+    ${OUTCOMES.map((o) => `count(*) FILTER (WHERE ${OUTCOME_WHERE[o]})::int AS ${nOf(o)}, min(event_time) FILTER (WHERE ${OUTCOME_WHERE[o]}) AS ${tOf(o)}`).join(',\n    ')},
+    max(event_time * 16 + ${RANK_SQL}) AS latest
+  FROM log WHERE type <> 'campaign'
+  GROUP BY api_key_id, message_id`;
+
+/**
+ * `engagement` (see above). The event's own columns (`position`, `event_id`, `type`,
+ * `event_time`, `url`, `ua_platform`, `ua_client`, `geo`, `hard_bounce`, `blocked`,
+ * `error_related_to`, `error`, `state_id`; `agent`: an open's raw user agent; '' for none where
+ * the fold reads '') beside its message's: `campaign_id`, `list_id`, `sender_id`, `sender`,
+ * `sender_domain`, `custom_campaign`, `contact_id`, `message_time`, `t_sent` as in `facts` (not
+ * the event's own values: a message's numbers go by its facts).
+ */
+export const ENGAGEMENT_SELECT = `
+  SELECT e.api_key_id, e.message_id, e.position, e.event_id, e.type, e.event_time, coalesce(e.url, '') AS url,
+    coalesce(e.ua_platform, '') AS ua_platform, coalesce(e.ua_client, '') AS ua_client,
+    CASE WHEN e.type = 'open' THEN coalesce(e.payload ->> 'agent', '') ELSE '' END AS agent, coalesce(e.geo, '') AS geo,
+    coalesce(e.hard_bounce, false) AS hard_bounce, coalesce(e.blocked, false) AS blocked,
+    coalesce(e.error_related_to, '') AS error_related_to, coalesce(e.error, '') AS error, e.state_id,
+    ${['campaign_id', 'list_id', 'sender_id', 'sender', 'sender_domain', 'custom_campaign', 'contact_id', 'message_time', 't_sent'].map((c) => `f.${c}`).join(', ')}
+  FROM log e JOIN facts f USING (api_key_id, message_id)
+  WHERE e.type IN ('open', 'click', 'spam', 'unsub', 'bounce', 'blocked')`;
+
+/** 1 when the message has an event of the outcome (`has` in distinct.ts). */
+export const hasSql = (o: Outcome): string => `(${nOf(o)} > 0)::int`;
+
+/** 1 when the message is processed (has a message time). */
+export const PROCESSED_SQL = '(message_time IS NOT NULL)::int';
+
+/** The distinct-message counts of `DISTINCT_SUMS` (distinct.ts), named as its columns. */
+export const DISTINCT_SQL = [
+  `${PROCESSED_SQL} AS processed`,
+  `${hasSql('queued')} AS queued`,
+  `${hasSql('sent')} AS delivered`,
+  `${hasSql('deferred')} AS deferred`,
+  `${hasSql('bounced')} AS bounced`,
+  `${hasSql('hardBounced')} AS hard_bounced`,
+  `${hasSql('softBounced')} AS soft_bounced`,
+  `${hasSql('blocked')} AS blocked`,
+  `${hasSql('opened')} AS opened`,
+  `${hasSql('clicked')} AS clicked`,
+  `${hasSql('spam')} AS spam`,
+  `${hasSql('unsub')} AS unsub`,
+].join(', ');
+
+/** The message dimensions of `DIM_COLUMNS`, from `facts` aliased `alias`. */
+export const dimsSql = (alias: string): string =>
+  ['campaign_id', 'list_id', 'sender_id', 'sender', 'sender_domain', 'custom_campaign'].map((c) => `${alias}.${c}`).join(', ');
+
+/** `stableId` (ids.ts) of UTF-8 bytes given as a bytea expression. */
+export const stableIdSql = (bytes: string): string => `(('x' || left(encode(sha256(${bytes}), 'hex'), 12))::bit(48)::bigint % 4503599627370496 + 1)`;
+
+/** A text expression as UTF-8 bytes. */
+export const utf8 = (textExpr: string): string => `convert_to(${textExpr}, 'UTF8')`;
+
+/** `userAgentId(platform, client)` (click-statistics.ts): stableId of 'ua:' + platform + NUL + client. */
+export const userAgentIdSql = (platform: string, client: string): string =>
+  stableIdSql(`${utf8(`'ua:' || ${platform}`)} || '\\x00'::bytea || ${utf8(client)}`);
+
+/** Start of the slice holding `time` (sliceStart in time.ts; times are never negative). */
+export const sliceSql = (time: string, seconds: number | string): string => `(${time} - ${time} % ${seconds})`;
+
+/** The statistics resolutions as a VALUES list of (code, seconds). */
+export const RESOLUTIONS_SQL = `(VALUES ${RESOLUTIONS.map((r) => `('${r.code}', ${r.seconds})`).join(', ')})`;
