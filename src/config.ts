@@ -90,6 +90,11 @@ const envSchema = z.object({
   PROJECTOR_CACHE_GROUPS: int(0, 10_000_000).default(50_000),
   REPLAY_BATCH_SIZE: int(1000, 1_000_000).default(50_000),
   REPLAY_COUNTER_ROWS: int(1000, 100_000_000).default(DEFAULT_REPLAY_COUNTER_ROWS),
+  REPLAY_ENGINE: z.enum(['sql', 'fold'], { message: 'must be sql or fold' }).default('sql'),
+  REPLAY_WORK_MEM: z
+    .string()
+    .regex(/^[1-9][0-9]{0,6}(kB|MB|GB)$/, { message: "must be a Postgres memory size, e.g. '256MB'" })
+    .optional(),
   API_RATE_LIMIT: int(0, 1_000_000).default(200),
   API_RATE_BURST: int(1, 1_000_000).default(400),
   API_AUTH_FAILURE_LIMIT: int(1, 1_000_000).default(30),
@@ -135,7 +140,12 @@ export interface Config {
     readonly cacheTtlMs: number;
   };
   readonly ingest: { readonly batchSize: number; readonly batchWaitMs: number; readonly ackWaitMs: number; readonly workers: number };
-  readonly projector: { readonly batchSize: number; readonly pollMs: number; readonly leaseMs: number; readonly cacheGroups: number; readonly replayBatchSize: number; readonly replayCounterRows: number };
+  readonly projector: { readonly batchSize: number; readonly pollMs: number; readonly leaseMs: number; readonly cacheGroups: number; readonly replayBatchSize: number; readonly replayCounterRows: number;
+    /** How `mailtally replay` rebuilds: 'sql' (set-based, by the database) or 'fold' (as the live projector folds). */
+    readonly replayEngine: 'sql' | 'fold';
+    /** `work_mem` of each set-based rebuild statement; unset: `DEFAULT_REBUILD_WORK_MEM` (set-rebuild.ts). */
+    readonly replayWorkMem: string | undefined;
+  };
   readonly webhooks: {
     readonly allowList: readonly string[];
     readonly retryScheduleSeconds: readonly number[];
@@ -217,7 +227,7 @@ export function loadConfig(env: Env = process.env): Config {
       cacheTtlMs: e.API_CACHE_TTL_MS,
     },
     ingest: { batchSize: e.INGEST_BATCH_SIZE, batchWaitMs: e.INGEST_BATCH_WAIT_MS, ackWaitMs: e.INGEST_ACK_WAIT_MS, workers: e.INGEST_WORKERS },
-    projector: { batchSize: e.PROJECTOR_BATCH_SIZE, pollMs: e.PROJECTOR_POLL_MS, leaseMs: e.PROJECTOR_LEASE_MS, cacheGroups: e.PROJECTOR_CACHE_GROUPS, replayBatchSize: e.REPLAY_BATCH_SIZE, replayCounterRows: e.REPLAY_COUNTER_ROWS },
+    projector: { batchSize: e.PROJECTOR_BATCH_SIZE, pollMs: e.PROJECTOR_POLL_MS, leaseMs: e.PROJECTOR_LEASE_MS, cacheGroups: e.PROJECTOR_CACHE_GROUPS, replayBatchSize: e.REPLAY_BATCH_SIZE, replayCounterRows: e.REPLAY_COUNTER_ROWS, replayEngine: e.REPLAY_ENGINE, replayWorkMem: e.REPLAY_WORK_MEM },
     webhooks: {
       allowList: e.WEBHOOK_ALLOWLIST,
       retryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE,

@@ -35,6 +35,8 @@ export async function runReplay(config: Config, only: string | undefined): Promi
     const report = await replay(db, projections, {
       readBatch: config.projector.replayBatchSize,
       counterEntries: config.projector.replayCounterRows,
+      engine: config.projector.replayEngine,
+      workMem: config.projector.replayWorkMem,
       catchUpBatch: config.projector.batchSize,
       onProgress: (p) => bar.update(p),
     });

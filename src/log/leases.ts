@@ -31,3 +31,41 @@ export async function leaseHolder(db: Kysely<Database>, name: string): Promise<{
     .executeTakeFirst();
   return row ?? null;
 }
+
+/** How long a replay's leases last unrenewed: an interrupted or killed replay frees its read models within it. */
+export const REPLAY_LEASE_MS = 60_000;
+
+/**
+ * Takes every lease in `names` for `owner` (none if one is held by another: returns the first
+ * such name) and keeps them renewed every quarter of `ttlMs` until `release` is called. A
+ * process that dies without releasing frees them once `ttlMs` has passed.
+ */
+export async function holdLeases(
+  db: Kysely<Database>,
+  names: readonly string[],
+  owner: string,
+  ttlMs: number,
+): Promise<{ ok: true; release: () => Promise<void> } | { ok: false; taken: string }> {
+  const held: string[] = [];
+  const releaseAll = async () => {
+    for (const name of held) await releaseLease(db, name, owner).catch(() => {});
+  };
+  for (const name of names) {
+    if (!(await tryAcquireLease(db, name, owner, ttlMs))) {
+      await releaseAll();
+      return { ok: false, taken: name };
+    }
+    held.push(name);
+  }
+  const timer = setInterval(() => {
+    for (const name of held) void tryAcquireLease(db, name, owner, ttlMs).catch(() => {});
+  }, ttlMs / 4);
+  timer.unref();
+  return {
+    ok: true,
+    release: async () => {
+      clearInterval(timer);
+      await releaseAll();
+    },
+  };
+}

@@ -5,7 +5,7 @@ import type { LogEvent, Output, Projection, TableSpec, Value } from '../../proje
 import { DEFAULT_REPLAY_COUNTER_ROWS } from '../config.js';
 import type { Db } from '../db/connect.js';
 import { logHead } from '../log/read.js';
-import { releaseLease, tryAcquireLease } from '../log/leases.js';
+import { holdLeases, REPLAY_LEASE_MS } from '../log/leases.js';
 import { copyEventsByMessage } from './copy-reader.js';
 import { computeBatch, type Cursor, groupOf } from './batch.js';
 import { Contribution } from './contribution.js';
@@ -54,6 +54,8 @@ export interface ReplayOptions {
    * the live projector does (the tests compare the two).
    */
   readonly engine?: 'sql' | 'fold';
+  /** The set-based engine's `work_mem` per statement; default `DEFAULT_REBUILD_WORK_MEM` in set-rebuild.ts. */
+  readonly workMem?: string | undefined;
 }
 
 export interface ReplayReport {
@@ -80,16 +82,14 @@ export interface ReplayReport {
  */
 export async function replay(db: Db, projections: readonly Projection[], options: ReplayOptions): Promise<ReplayReport> {
   const owner = `replay-${randomUUID()}`;
-  const names = projections.map((p) => p.name);
-  for (const name of names) {
-    if (!(await tryAcquireLease(db.kysely, `replay:${name}`, owner, 24 * 3600_000))) {
-      throw new Error(`A replay of ${name} is already running`);
-    }
+  const leases = await holdLeases(db.kysely, projections.map((p) => `replay:${p.name}`), owner, REPLAY_LEASE_MS);
+  if (!leases.ok) {
+    throw new Error(`A replay of ${leases.taken.slice('replay:'.length)} is already running (an interrupted one lets go within ${REPLAY_LEASE_MS / 1000} s)`);
   }
   try {
     return await rebuild(db, projections, options);
   } finally {
-    for (const name of names) await releaseLease(db.kysely, `replay:${name}`, owner).catch(() => {});
+    await leases.release();
   }
 }
 
@@ -103,7 +103,7 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
   let groupCount = 0;
   let spills = 0;
   if (bySql.length > 0) {
-    const built = await buildShadowsBySql(db, bySql, head, progress);
+    const built = await buildShadowsBySql(db, bySql, head, progress, options.workMem);
     rows += built.rows;
     groupCount = built.groups;
   }

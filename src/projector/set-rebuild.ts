@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import { ENGAGEMENT_SELECT, FACTS_SELECT } from '../../projections/kit/sql.js';
 import type { Projection, TableSpec } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
-import { releaseLease, tryAcquireLease } from '../log/leases.js';
+import { holdLeases, REPLAY_LEASE_MS } from '../log/leases.js';
 import { keyStatements, runTasks, type Task } from './finish-shadows.js';
 import type { ReplayProgress } from './replay.js';
 import { allColumns, createIndexStatements, createTableStatements, execAll, SHADOW } from './tables.js';
@@ -26,8 +26,12 @@ import { allColumns, createIndexStatements, createTableStatements, execAll, SHAD
  * dropped by the next run.
  */
 
-/** Memory each statement may use for its hash tables and sorts (Postgres's `work_mem`). */
-export const REBUILD_WORK_MEM = { postgres: '512MB', pglite: '64MB' } as const;
+/**
+ * Memory each statement may use for its hash tables and sorts (Postgres's `work_mem`; two
+ * statements run at once). More made no difference on a 1.9M-event log: 64MB, 256MB and 512MB
+ * rebuilt it in 22.2, 23.2 and 22.5 s (bench/README.md).
+ */
+export const DEFAULT_REBUILD_WORK_MEM = '64MB';
 
 const RUN_TABLE = /^replay_(facts|engagement)_([0-9a-f]{12})$/;
 const LEASE_PREFIX = 'replay-run:';
@@ -55,15 +59,23 @@ interface Relations {
   readonly engagement: string;
 }
 
-export async function buildShadowsBySql(db: Db, projections: readonly Projection[], head: bigint, progress: (p: ReplayProgress) => void): Promise<SetRebuildResult> {
+export async function buildShadowsBySql(
+  db: Db,
+  projections: readonly Projection[],
+  head: bigint,
+  progress: (p: ReplayProgress) => void,
+  workMem?: string,
+): Promise<SetRebuildResult> {
   const missing = projections.filter((p) => !hasSql(p));
   if (missing.length > 0) throw new Error(`No set-based SQL for every table of ${missing.map((p) => p.name).join(', ')}`);
   await dropOrphanTables(db);
   const run = randomBytes(6).toString('hex');
   const relations: Relations = { facts: `replay_facts_${run}`, engagement: `replay_engagement_${run}` };
   const owner = `replay-${run}`;
-  if (!(await tryAcquireLease(db.kysely, LEASE_PREFIX + run, owner, 24 * 3600_000))) throw new Error(`replay run ${run} is taken`);
-  const memory = db.pool !== null ? REBUILD_WORK_MEM.postgres : REBUILD_WORK_MEM.pglite;
+  const lease = await holdLeases(db.kysely, [LEASE_PREFIX + run], owner, REPLAY_LEASE_MS);
+  if (!lease.ok) throw new Error(`replay run ${run} is taken`);
+  const memory = workMem ?? DEFAULT_REBUILD_WORK_MEM;
+  if (!/^[1-9][0-9]*(kB|MB|GB)$/.test(memory)) throw new Error(`work_mem ${memory}: not a Postgres memory size`);
   const concurrency = db.pool !== null ? 2 : 1;
   try {
     const tables: Table[] = projections.flatMap((p) => p.tables.map((spec) => ({ spec, select: p.sql?.[spec.name] as string })));
@@ -110,7 +122,7 @@ export async function buildShadowsBySql(db: Db, projections: readonly Projection
     return { rows, groups: messages + (campaigns[0]?.n ?? 0) };
   } finally {
     for (const table of Object.values(relations)) await sql.raw(`DROP TABLE IF EXISTS ${table}`).execute(db.kysely);
-    await releaseLease(db.kysely, LEASE_PREFIX + run, owner);
+    await lease.release();
   }
 }
 

@@ -5,7 +5,7 @@ import { type LogEventRow, decodeEventText } from '../../src/events/decode.js';
 import { appendEvents, eventKey } from '../../src/log/append.js';
 import { advanceCheckpoint, readCheckpoint } from '../../src/log/checkpoints.js';
 import { countDeadLetters, writeDeadLetters } from '../../src/log/dead-letters.js';
-import { leaseHolder, releaseLease, tryAcquireLease } from '../../src/log/leases.js';
+import { holdLeases, leaseHolder, releaseLease, tryAcquireLease } from '../../src/log/leases.js';
 import { logHead, readEventsAfter } from '../../src/log/read.js';
 import { DIALECTS, openMigratedDb } from '../support/databases.js';
 import { BIG_MESSAGE_ID, sampleEvents, withBareMessageId } from '../support/events.js';
@@ -88,6 +88,21 @@ describe.each(DIALECTS)('the event log on %s', (dialect) => {
     await new Promise((r) => setTimeout(r, 120));
     expect(await leaseHolder(db.kysely, 'projector:x')).toBeNull();
     expect(await tryAcquireLease(db.kysely, 'projector:x', 'a', 60_000)).toBe(true); // b's lease ran out
+  });
+
+  // A replay holds its leases this way: a short lifetime, renewed while it runs, so a killed one
+  // lets go soon, a running one never.
+  it('holds a set of leases, renewed past their lifetime until released; takes none if one is held', async () => {
+    const held = await holdLeases(db.kysely, ['replay:x', 'replay:y'], 'a', 400);
+    expect(held.ok).toBe(true);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await tryAcquireLease(db.kysely, 'replay:y', 'b', 60_000)).toBe(false);
+    const other = await holdLeases(db.kysely, ['replay:z', 'replay:x'], 'b', 400);
+    expect(other).toEqual({ ok: false, taken: 'replay:x' });
+    expect(await leaseHolder(db.kysely, 'replay:z')).toBeNull();
+    if (held.ok) await held.release();
+    expect(await leaseHolder(db.kysely, 'replay:x')).toBeNull();
+    expect(await tryAcquireLease(db.kysely, 'replay:y', 'b', 60_000)).toBe(true);
   });
 
   it('stores dead letters once per NATS sequence, keeping the raw bytes', async () => {

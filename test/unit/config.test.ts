@@ -57,6 +57,14 @@ describe('loadConfig', () => {
     expect(loadConfig({ PORT: '', DATABASE_URL: ' ' }).http.port).toBe(3000);
   });
 
+  it('parses the replay settings: set-based by default, its memory a Postgres size', () => {
+    expect(loadConfig({}).projector).toMatchObject({ replayEngine: 'sql', replayWorkMem: undefined });
+    expect(loadConfig({ REPLAY_ENGINE: 'fold', REPLAY_WORK_MEM: '64MB' }).projector).toMatchObject({ replayEngine: 'fold', replayWorkMem: '64MB' });
+    const found = problems({ REPLAY_ENGINE: 'magic', REPLAY_WORK_MEM: "64MB'; DROP TABLE events; --" });
+    expect(found.some((p) => p.startsWith('REPLAY_ENGINE '))).toBe(true);
+    expect(found.some((p) => p.startsWith('REPLAY_WORK_MEM '))).toBe(true);
+  });
+
   it('parses the webhook settings', () => {
     const c = loadConfig({ WEBHOOK_ALLOWLIST: '127.0.0.1/32, hooks.local', WEBHOOK_RETRY_SCHEDULE: '1,2.5,10' });
     expect(c.webhooks).toMatchObject({ allowList: ['127.0.0.1/32', 'hooks.local'], retryScheduleSeconds: [1, 2.5, 10] });
