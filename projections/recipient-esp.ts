@@ -1,7 +1,7 @@
 import { API_KEY, bigints, col } from './kit/columns.js';
 import { has } from './kit/distinct.js';
 import { isAttempted, messageFacts } from './kit/message-facts.js';
-import { hasSql, nOf } from './kit/sql.js';
+import { hasSql, tOf } from './kit/sql.js';
 import type { Group, Output, Projection } from './kit/types.js';
 
 /**
@@ -34,7 +34,7 @@ export const recipientEsp: Projection = {
   sql: {
     recipient_esp_stats: `
       SELECT api_key_id, campaign_id, CASE WHEN esp = '' THEN 'others' ELSE esp END AS esp,
-        (message_time IS NOT NULL AND ${nOf('blocked')} = 0)::int AS attempted, ${hasSql('sent')} AS delivered, ${hasSql('opened')} AS opened,
+        (message_time IS NOT NULL AND ${tOf('blocked')} IS NULL)::int AS attempted, ${hasSql('sent')} AS delivered, ${hasSql('opened')} AS opened,
         ${hasSql('clicked')} AS clicked, ${hasSql('deferred')} AS deferred, ${hasSql('softBounced')} AS soft_bounced,
         ${hasSql('hardBounced')} AS hard_bounced, ${hasSql('unsub')} AS unsub, ${hasSql('spam')} AS spam
       FROM facts WHERE campaign_id <> 0`,

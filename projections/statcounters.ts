@@ -165,7 +165,7 @@ function statcountersSql(): string {
     const flag = flags.find(([, j]) => j === i);
     if (flag !== undefined) return `${hasSql(flag[0])} AS ${n}`;
     const type = Object.entries(EVENT_INDEX).find(([, j]) => j === i)?.[0];
-    const outcome = { open: 'opened', click: 'clicked', spam: 'spam', unsub: 'unsub' }[type as string] as Outcome;
+    const outcome = ({ open: 'opened', click: 'clicked', spam: 'spam', unsub: 'unsub' } as const)[type as 'open' | 'click' | 'spam' | 'unsub'];
     return `${nOf(outcome)} AS ${n}`;
   });
   const sums = names.map((n) => `sum(${n}) AS ${n}`).join(', ');

@@ -21,34 +21,47 @@ import { RESOLUTIONS } from './time.js';
  * UTF-16 order except between U+E000–U+FFFF and characters beyond U+FFFF).
  */
 
-/** Column of `facts` holding the number of events of an outcome, and the time of its first. */
-export const nOf = (o: Outcome): string => `n_${snake(o)}`;
+/** Column of `facts` holding the time of an outcome's first event (null: none). */
 export const tOf = (o: Outcome): string => `t_${snake(o)}`;
+
+/** The outcomes whose number of events a projection uses (the others: only whether there is one). */
+const COUNTED = ['sent', 'deferred', 'bounced', 'opened', 'clicked', 'spam', 'unsub'] as const satisfies readonly Outcome[];
+type Counted = (typeof COUNTED)[number];
+
+/** Column of `facts` holding the number of events of an outcome. */
+export const nOf = (o: Counted): string => `n_${snake(o)}`;
 
 function snake(s: string): string {
   return s.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 }
 
-/** The condition an event meets to count as each outcome (see `outcomesOf` in message-facts.ts). */
-const OUTCOME_WHERE: Record<Outcome, string> = {
-  queued: `type = 'queued'`,
-  sent: `type = 'sent'`,
-  deferred: `type = 'deferred'`,
-  bounced: `type = 'bounce'`,
-  hardBounced: `type = 'bounce' AND coalesce(hard_bounce, false)`,
-  softBounced: `type = 'bounce' AND NOT coalesce(hard_bounce, false)`,
-  blocked: `type = 'blocked'`,
-  opened: `type = 'open'`,
-  clicked: `type = 'click'`,
-  spam: `type = 'spam'`,
-  unsub: `type = 'unsub'`,
+/**
+ * Each event's kind as a small number (`kind` below), computed once per event: the outcome
+ * filters of the facts then compare integers, not text. A bounce is 4 when hard, 5 when soft.
+ */
+const KIND_SQL = `CASE type WHEN 'queued' THEN 1 WHEN 'sent' THEN 2 WHEN 'deferred' THEN 3 WHEN 'bounce' THEN CASE WHEN hard_bounce THEN 4 ELSE 5 END
+  WHEN 'blocked' THEN 6 WHEN 'open' THEN 7 WHEN 'click' THEN 8 WHEN 'spam' THEN 9 WHEN 'unsub' THEN 10 ELSE 0 END`;
+
+/** The kinds each outcome counts (see `outcomesOf` in message-facts.ts). */
+const OUTCOME_KINDS: Record<Outcome, string> = {
+  queued: 'kind = 1',
+  sent: 'kind = 2',
+  deferred: 'kind = 3',
+  bounced: 'kind IN (4, 5)',
+  hardBounced: 'kind = 4',
+  softBounced: 'kind = 5',
+  blocked: 'kind = 6',
+  opened: 'kind = 7',
+  clicked: 'kind = 8',
+  spam: 'kind = 9',
+  unsub: 'kind = 10',
 };
 
 /** Pipeline rank of each event type (`RANK` in messages.ts), for the latest event of a message. */
 export const RANK_SQL = `CASE type WHEN 'queued' THEN 1 WHEN 'deferred' THEN 2 WHEN 'sent' THEN 3 WHEN 'bounce' THEN 4 WHEN 'blocked' THEN 4 WHEN 'open' THEN 5 WHEN 'click' THEN 6 WHEN 'spam' THEN 7 WHEN 'unsub' THEN 8 ELSE 0 END`;
 
-const text = (c: string) => `coalesce(max(${c} COLLATE "C"), '') AS ${c}`;
-const id = (c: string) => `coalesce(max(${c}), 0) AS ${c}`;
+const ID_DIMS = ['campaign_id', 'contact_id', 'list_id', 'sender_id'];
+const TEXT_DIMS = ['email', 'recipient_domain', 'esp', 'sender', 'sender_domain', 'custom_campaign'];
 
 /**
  * `facts`: {@link MessageFacts} of every message in `log`, one row each:
@@ -56,19 +69,26 @@ const id = (c: string) => `coalesce(max(${c}), 0) AS ${c}`;
  *   `esp`, `sender`, `sender_domain`, `custom_campaign` ('': none): the largest value its events carry;
  * - `message_time`: smallest time of its delivery events (null: not processed);
  * - `last_activity`: largest event time; `events`: how many it has;
- * - per outcome `n_<outcome>` (events) and `t_<outcome>` (time of the first; null: none);
+ * - per outcome `t_<outcome>`, the time of its first event (null: none), and for those counted
+ *   (`COUNTED`) `n_<outcome>`, its number of events;
  * - `latest`: time × 16 + pipeline rank of its latest event (`RANK_SQL`).
+ * The inner query's `OFFSET 0` keeps it from being merged into the outer one, which would
+ * compute `kind` again in every filter.
  */
 export const FACTS_SELECT = `
   SELECT api_key_id, message_id,
-    ${['campaign_id', 'contact_id', 'list_id', 'sender_id'].map(id).join(', ')},
-    ${['email', 'recipient_domain', 'esp', 'sender', 'sender_domain', 'custom_campaign'].map(text).join(', ')},
-    min(event_time) FILTER (WHERE type IN ('queued', 'sent', 'deferred', 'bounce', 'blocked')) AS message_time,
+    ${ID_DIMS.map((c) => `coalesce(max(${c}), 0) AS ${c}`).join(', ')},
+    ${TEXT_DIMS.map((c) => `coalesce(max(${c} COLLATE "C"), '') AS ${c}`).join(', ')},
+    min(event_time) FILTER (WHERE kind BETWEEN 1 AND 6) AS message_time,
     max(event_time) AS last_activity,
     count(*)::int AS events,
-    ${OUTCOMES.map((o) => `count(*) FILTER (WHERE ${OUTCOME_WHERE[o]})::int AS ${nOf(o)}, min(event_time) FILTER (WHERE ${OUTCOME_WHERE[o]}) AS ${tOf(o)}`).join(',\n    ')},
-    max(event_time * 16 + ${RANK_SQL}) AS latest
-  FROM log WHERE type <> 'campaign'
+    ${OUTCOMES.map((o) => `min(event_time) FILTER (WHERE ${OUTCOME_KINDS[o]}) AS ${tOf(o)}`).join(', ')},
+    ${COUNTED.map((o) => `count(*) FILTER (WHERE ${OUTCOME_KINDS[o]})::int AS ${nOf(o)}`).join(', ')},
+    max(event_time * 16 + rank) AS latest
+  FROM (
+    SELECT api_key_id, message_id, event_time, ${[...ID_DIMS, ...TEXT_DIMS].join(', ')}, ${KIND_SQL} AS kind, ${RANK_SQL} AS rank
+    FROM log WHERE type <> 'campaign' OFFSET 0
+  ) e
   GROUP BY api_key_id, message_id`;
 
 /**
@@ -90,7 +110,7 @@ export const ENGAGEMENT_SELECT = `
   WHERE e.type IN ('open', 'click', 'spam', 'unsub', 'bounce', 'blocked')`;
 
 /** 1 when the message has an event of the outcome (`has` in distinct.ts). */
-export const hasSql = (o: Outcome): string => `(${nOf(o)} > 0)::int`;
+export const hasSql = (o: Outcome): string => `(${tOf(o)} IS NOT NULL)::int`;
 
 /** 1 when the message is processed (has a message time). */
 export const PROCESSED_SQL = '(message_time IS NOT NULL)::int';

@@ -27,11 +27,12 @@ import { allColumns, createIndexStatements, createTableStatements, execAll, SHAD
  */
 
 /**
- * Memory each statement may use for its hash tables and sorts (Postgres's `work_mem`; two
- * statements run at once). More made no difference on a 1.9M-event log: 64MB, 256MB and 512MB
- * rebuilt it in 22.2, 23.2 and 22.5 s (bench/README.md).
+ * Memory each statement may use for its hash tables and sorts (Postgres's `work_mem`; on
+ * Postgres two statements run at once, and a hash table may take twice this, Postgres's
+ * `hash_mem_multiplier`). Past it a statement spills to disk, as slower but the same numbers.
+ * The embedded database (WebAssembly) gets less.
  */
-export const DEFAULT_REBUILD_WORK_MEM = '64MB';
+export const DEFAULT_REBUILD_WORK_MEM = { postgres: '256MB', pglite: '64MB' } as const;
 
 const RUN_TABLE = /^replay_(facts|engagement)_([0-9a-f]{12})$/;
 const LEASE_PREFIX = 'replay-run:';
@@ -74,7 +75,7 @@ export async function buildShadowsBySql(
   const owner = `replay-${run}`;
   const lease = await holdLeases(db.kysely, [LEASE_PREFIX + run], owner, REPLAY_LEASE_MS);
   if (!lease.ok) throw new Error(`replay run ${run} is taken`);
-  const memory = workMem ?? DEFAULT_REBUILD_WORK_MEM;
+  const memory = workMem ?? (db.pool !== null ? DEFAULT_REBUILD_WORK_MEM.postgres : DEFAULT_REBUILD_WORK_MEM.pglite);
   if (!/^[1-9][0-9]*(kB|MB|GB)$/.test(memory)) throw new Error(`work_mem ${memory}: not a Postgres memory size`);
   const concurrency = db.pool !== null ? 2 : 1;
   try {
@@ -144,7 +145,9 @@ async function buildFacts(db: Db, head: bigint, relations: Relations, memory: st
   ]);
   let messages = 0;
   const shares = Array.from({ length: concurrency }, (_, index): Task => async () => {
-    const n = await withMemory(db, memory, `INSERT INTO ${facts} WITH log AS NOT MATERIALIZED (${logUpTo(head, { index, of: concurrency })}) ${FACTS_SELECT}`);
+    // A hash table of the messages, not a sort of the log (twice as fast here; the planner
+    // picks the sort whenever it fears the hash table outgrows `work_mem`, which it then spills).
+    const n = await withMemory(db, memory, 'SET LOCAL enable_sort = off', `INSERT INTO ${facts} WITH log AS NOT MATERIALIZED (${logUpTo(head, { index, of: concurrency })}) ${FACTS_SELECT}`);
     messages += n;
     return [];
   });
@@ -195,6 +198,7 @@ async function withMemory(db: Db, memory: string, ...statements: string[]): Prom
 
 /** Rough size order of the tables: one row per event or message first, small aggregates last. */
 function weight(spec: TableSpec): number {
+  if (spec.name === 'messages') return 5; // one row per message, and eight indexes
   if (spec.name === 'statcounters') return 4;
   if (spec.kind === 'rows') return spec.name === 'campaigns' ? 0 : 3;
   return spec.keys.some((k) => k.name === 'email') ? 2 : 1;
