@@ -14,10 +14,12 @@ import { join } from 'node:path';
 
 /**
  * `npm run bench -- replay`: rebuild every read model from a log of N generated events (default
- * 2M), beside two baselines measured in the same run on the same log:
- * - read+aggregate: the replay's own reader and fold (same partitions), in memory, writing nothing;
+ * 2M) as `mailtally replay` does (set-based SQL), beside what was measured in the same run on the
+ * same log:
+ * - read+aggregate: the fold's reader and fold, in memory, writing nothing;
  * - SQL GROUP BY: one set-based statement over the log computing per-campaign distinct-message
- *   and event counts (what the server alone can do).
+ *   and event counts (what the server alone can do);
+ * - the fold's rebuild (`engine: 'fold'`, the engine before the set-based one), with its writes.
  * Each phase runs `runs` times; medians and the ratio replay / read+aggregate are printed.
  * `--profile` records a CPU profile of run 1's read+aggregate and of its replay (both run in
  * this process) and prints a summary of each.
@@ -38,11 +40,12 @@ export async function runReplayBench(opts: BenchOptions): Promise<void> {
     for (let run = 1; run <= opts.runs; run++) {
       const groupBy = await timed(() => sqlGroupBy(db));
       const readAggregate = await profiled(run, 'read-aggregate', () => timed(() => readAndAggregate(db, head)));
-      const product = await profiled(run, 'replay', () => timedReplay(db));
-      runs.push({ groupByMs: groupBy.ms, readAggregateMs: readAggregate.ms, readAggregatePeakRssMb: readAggregate.peakRssMb, ...product });
+      const product = await profiled(run, 'replay', () => timedReplay(db, 'sql'));
+      const fold = await timedReplay(db, 'fold');
+      runs.push({ groupByMs: groupBy.ms, readAggregateMs: readAggregate.ms, readAggregatePeakRssMb: readAggregate.peakRssMb, foldReplayMs: fold.replayMs, ...product });
       const r = runs.at(-1) as RunResult;
       process.stderr.write(
-        `run ${run}: replay ${rate(stored, r.replayMs)} ev/s | read+aggregate ${rate(stored, r.readAggregateMs)} ev/s | SQL GROUP BY ${rate(stored, r.groupByMs)} ev/s | phases ${JSON.stringify(r.phasesMs)}\n`,
+        `run ${run}: replay ${rate(stored, r.replayMs)} ev/s | read+aggregate ${rate(stored, r.readAggregateMs)} ev/s | SQL GROUP BY ${rate(stored, r.groupByMs)} ev/s | fold's replay ${rate(stored, r.foldReplayMs)} ev/s | phases ${JSON.stringify(r.phasesMs)}\n`,
       );
     }
     const summary = {
@@ -52,6 +55,8 @@ export async function runReplayBench(opts: BenchOptions): Promise<void> {
       replayEventsPerSec: Math.round(median(runs.map((r) => rate(stored, r.replayMs)))),
       readAggregateEventsPerSec: Math.round(median(runs.map((r) => rate(stored, r.readAggregateMs)))),
       sqlGroupByEventsPerSec: Math.round(median(runs.map((r) => rate(stored, r.groupByMs)))),
+      foldReplayEventsPerSec: Math.round(median(runs.map((r) => rate(stored, r.foldReplayMs)))),
+      ratioToFoldReplay: Number(median(runs.map((r) => r.foldReplayMs / r.replayMs)).toFixed(2)),
       ratioToReadAggregate: Number(median(runs.map((r) => r.readAggregateMs / r.replayMs)).toFixed(2)),
       replayPeakRssMb: Math.round(Math.max(...runs.map((r) => r.peakRssMb))),
       rowsWritten: runs[0]?.rows ?? 0,
@@ -74,6 +79,7 @@ export async function runReplayBench(opts: BenchOptions): Promise<void> {
     await result.write({ events: stored, generated: count, runs: runs.length }, [
       { name: `replay: all ${PROJECTIONS.length} read models rebuilt`, unit: 'events/s', perRun: replayRates, baseline: { name: 'read + aggregate, no writes', perRun: runs.map((r) => rate(stored, r.readAggregateMs)) } },
       { name: `replay: all ${PROJECTIONS.length} read models rebuilt`, unit: 'events/s', perRun: replayRates, baseline: { name: 'one SQL GROUP BY over the log', perRun: runs.map((r) => rate(stored, r.groupByMs)) } },
+      { name: `replay: all ${PROJECTIONS.length} read models rebuilt`, unit: 'events/s', perRun: replayRates, baseline: { name: "the fold's rebuild (REPLAY_ENGINE=fold)", perRun: runs.map((r) => rate(stored, r.foldReplayMs)) } },
     ], [`replay peak RSS ${summary.replayPeakRssMb} MiB, ${summary.rowsWritten} read-model rows written`]);
   } finally {
     await close();
@@ -82,6 +88,7 @@ export async function runReplayBench(opts: BenchOptions): Promise<void> {
 
 interface RunResult {
   groupByMs: number;
+  foldReplayMs: number;
   readAggregateMs: number;
   readAggregatePeakRssMb: number;
   replayMs: number;
@@ -106,7 +113,7 @@ async function readAndAggregate(db: Db, head: bigint): Promise<void> {
   await foldLog(db, PROJECTIONS, head, { readBatch: 50_000 }, null);
 }
 
-async function timedReplay(db: Db): Promise<{ replayMs: number; peakRssMb: number; rows: number; phasesMs: Partial<Record<ReplayPhase, number>> }> {
+async function timedReplay(db: Db, engine: 'sql' | 'fold'): Promise<{ replayMs: number; peakRssMb: number; rows: number; phasesMs: Partial<Record<ReplayPhase, number>> }> {
   const phasesMs: Partial<Record<ReplayPhase, number>> = {};
   let phase = null as ReplayPhase | null;
   let phaseStart = Date.now();
@@ -116,6 +123,7 @@ async function timedReplay(db: Db): Promise<{ replayMs: number; peakRssMb: numbe
   const report = await replay(db, PROJECTIONS, {
     readBatch: 50_000,
     catchUpBatch: 5000,
+    engine,
     onProgress: (p) => {
       if (p.phase === phase) return;
       if (phase !== null) phasesMs[phase] = Date.now() - phaseStart;
@@ -147,12 +155,20 @@ function progressLine(text: string): void {
   process.stderr.write(`${text}\n`);
 }
 
-function printTable(s: { events: number; replayEventsPerSec: number; readAggregateEventsPerSec: number; sqlGroupByEventsPerSec: number; ratioToReadAggregate: number; replayPeakRssMb: number; rowsWritten: number; phasesMsMedian: Record<string, number> }): void {
+function printTable(s: {
+  events: number;
+  replayEventsPerSec: number;
+  readAggregateEventsPerSec: number;
+  sqlGroupByEventsPerSec: number;
+  foldReplayEventsPerSec: number;
+  ratioToFoldReplay: number;
+  ratioToReadAggregate: number; replayPeakRssMb: number; rowsWritten: number; phasesMsMedian: Record<string, number> }): void {
   console.log(`\nreplay of ${s.events} events (medians)`);
   console.table({
     'replay (all projections, with writes)': { 'events/s': s.replayEventsPerSec },
     'baseline: read + aggregate, no writes': { 'events/s': s.readAggregateEventsPerSec },
     'baseline: SQL GROUP BY': { 'events/s': s.sqlGroupByEventsPerSec },
+    "the fold's rebuild (with writes)": { 'events/s': s.foldReplayEventsPerSec },
   });
-  console.log(`ratio replay / read+aggregate: ${s.ratioToReadAggregate} | rows written: ${s.rowsWritten} | peak RSS ${s.replayPeakRssMb} MiB | phases (ms): ${JSON.stringify(s.phasesMsMedian)}`);
+  console.log(`ratio replay / read+aggregate: ${s.ratioToReadAggregate} | replay / fold's rebuild: ${s.ratioToFoldReplay} | rows written: ${s.rowsWritten} | peak RSS ${s.replayPeakRssMb} MiB | phases (ms): ${JSON.stringify(s.phasesMsMedian)}`);
 }
