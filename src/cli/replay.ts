@@ -24,7 +24,7 @@ export async function runReplay(config: Config, only: string | undefined): Promi
   const bar = phaseBars();
   const interrupted = () => {
     bar.stop();
-    console.error('\nInterrupted: the live tables are untouched; run replay again to rebuild.');
+    console.error('\nInterrupted: the live tables are untouched; run replay again to rebuild (this run lets go of its read models within a minute).');
     process.exit(130);
   };
   process.once('SIGINT', interrupted);

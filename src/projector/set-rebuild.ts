@@ -15,12 +15,12 @@ import { allColumns, createIndexStatements, createTableStatements, execAll, SHAD
  *
  * 1. The relations every projection's SQL reads, as unlogged tables of this run: `facts`, one
  *    row per message (a `GROUP BY` over the log up to `head`; on Postgres two halves of the
- *    messages at once, each on a server process of its own), and `engagement`, the few events
- *    counted one by one.
+ *    messages at once, each on a server process of its own), then `engagement`, the opens,
+ *    clicks, bounces… with their message's facts.
  * 2. Each table: one `INSERT … SELECT` into its bare shadow (a counter table's contributions
  *    added up by key, all-zero rows left out, as the fold does), then its primary key and
  *    indexes, each built by sorting the loaded rows. On Postgres two statements run at a time,
- *    largest tables first.
+ *    largest tables first; those that need only `facts` start while `engagement` is built.
  *
  * The run's tables are dropped at the end; those an interrupted run left (its lease gone) are
  * dropped by the next run.
