@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { TableSpec } from '../../projections/kit/types.js';
 import { copyCounterEntries, type CounterSpec } from './bulk-load.js';
 import type { Contribution, CounterEntry } from './contribution.js';
-import { allColumns, createTableStatements } from './tables.js';
+import { allColumns, createTableStatements, sumByKeySql } from './tables.js';
 
 export const SPILL = '__spill';
 
@@ -67,17 +67,9 @@ export class CounterSpill {
    */
   async load(spec: CounterSpec, table: string, rest: Iterable<CounterEntry>): Promise<number> {
     await this.#append(spec, rest);
-    const keys = spec.keys.map((k) => k.name);
-    const folded = [
-      ...keys,
-      ...spec.sums.map((c) => `sum(${c.name})`),
-      ...(spec.maxes ?? []).map((c) => `max(${c.name})`),
-      ...(spec.mins ?? []).map((c) => `min(${c.name})`),
-    ];
-    const nonZero = spec.sums.map((c) => `sum(${c.name}) <> 0`).join(' OR ');
     const spill = spec.name + SPILL;
     const names = allColumns(spec).map((c) => c.name).join(', ');
-    const result = await this.pool.query(`INSERT INTO ${table} (${names}) SELECT ${folded.join(', ')} FROM ${spill} GROUP BY ${keys.join(', ')} HAVING ${nonZero}`);
+    const result = await this.pool.query(`INSERT INTO ${table} (${names}) ${sumByKeySql(spec, spill)}`);
     await this.pool.query(`DROP TABLE ${spill}`);
     this.#spilled.delete(spec.name);
     return result.rowCount ?? 0;

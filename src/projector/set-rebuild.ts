@@ -6,7 +6,7 @@ import type { Db } from '../db/connect.js';
 import { holdLeases, REPLAY_LEASE_MS } from '../log/leases.js';
 import { keyStatements, runTasks, type Task } from './finish-shadows.js';
 import type { ReplayProgress } from './replay.js';
-import { allColumns, createIndexStatements, createTableStatements, execAll, SHADOW } from './tables.js';
+import { allColumns, createIndexStatements, createTableStatements, execAll, SHADOW, sumByKeySql } from './tables.js';
 
 /**
  * A rebuild computed by Postgres itself: each projection's set-based SQL (`sql` in its file; see
@@ -175,15 +175,7 @@ export function insertStatement(spec: TableSpec, select: string, head: bigint, r
   const columns = allColumns(spec).map((c) => c.name);
   const into = `INSERT INTO ${spec.name}${SHADOW} (${columns.join(', ')}) ${relationsSql(head, relations)}`;
   if (spec.kind === 'rows') return `${into} SELECT ${columns.join(', ')} FROM (${select}) r`;
-  const keys = spec.keys.map((c) => c.name);
-  const folded = [
-    ...keys,
-    ...spec.sums.map((c) => `sum(${c.name})`),
-    ...(spec.maxes ?? []).map((c) => `max(${c.name})`),
-    ...(spec.mins ?? []).map((c) => `min(${c.name})`),
-  ];
-  const nonZero = spec.sums.map((c) => `sum(${c.name}) <> 0`).join(' OR ');
-  return `${into} SELECT ${folded.join(', ')} FROM (${select}) c GROUP BY ${keys.join(', ')} HAVING ${nonZero}`;
+  return `${into} ${sumByKeySql(spec, `(${select}) c`)}`;
 }
 
 /** Runs statements in one transaction with `work_mem` raised; returns the last one's row count. */

@@ -16,6 +16,23 @@ export function allColumns(spec: TableSpec): ColumnSpec[] {
     : [...spec.keys, ...spec.columns];
 }
 
+/**
+ * A counter table's rows from `source` (a relation with its columns, any number of rows per
+ * key), as the fold's totals add them up: sums summed, maxes and mins as such, rows whose sums
+ * are all zero left out.
+ */
+export function sumByKeySql(spec: Extract<TableSpec, { kind: 'counters' }>, source: string): string {
+  const keys = spec.keys.map((c) => c.name);
+  const folded = [
+    ...keys,
+    ...spec.sums.map((c) => `sum(${c.name})`),
+    ...(spec.maxes ?? []).map((c) => `max(${c.name})`),
+    ...(spec.mins ?? []).map((c) => `min(${c.name})`),
+  ];
+  const nonZero = spec.sums.map((c) => `sum(${c.name}) <> 0`).join(' OR ');
+  return `SELECT ${folded.join(', ')} FROM ${source} GROUP BY ${keys.join(', ')} HAVING ${nonZero}`;
+}
+
 function columnDdl(c: ColumnSpec, isSum: boolean): string {
   return `${c.name} ${SQL_RECORD_TYPES[c.type]}${c.nullable === true ? '' : ' NOT NULL'}${isSum ? ' DEFAULT 0' : ''}`;
 }
