@@ -22,12 +22,20 @@ export async function runReplay(config: Config, only: string | undefined): Promi
   const projections = selectProjections(only);
   const db = await connectDb(config.database, { application: 'mailtally:replay' });
   const bar = phaseBars();
+  // Ctrl-C: the rebuild stops after the statement or read in progress, drops its work tables and
+  // lets go of its read models, so it can be run again at once. A second Ctrl-C quits at once
+  // (the read models are then let go within a minute).
+  const stopping = new AbortController();
   const interrupted = () => {
     bar.stop();
-    console.error('\nInterrupted: the live tables are untouched; run replay again to rebuild (this run lets go of its read models within a minute).');
-    process.exit(130);
+    if (stopping.signal.aborted) {
+      console.error('\nInterrupted: the live tables are untouched; run replay again to rebuild (this run lets go of its read models within a minute).');
+      process.exit(130);
+    }
+    console.error('\nStopping after the current step (Ctrl-C again to quit at once)…');
+    stopping.abort();
   };
-  process.once('SIGINT', interrupted);
+  process.on('SIGINT', interrupted);
   try {
     await migrateToLatest(db.kysely);
     await ensureProjectionTables(db.kysely, PROJECTIONS);
@@ -39,8 +47,16 @@ export async function runReplay(config: Config, only: string | undefined): Promi
       workMem: config.projector.replayWorkMem,
       catchUpBatch: config.projector.batchSize,
       onProgress: (p) => bar.update(p),
+      signal: stopping.signal,
+    }).catch((err: unknown) => {
+      if (!stopping.signal.aborted) throw err;
+      return null;
     });
     bar.stop();
+    if (report === null) {
+      console.error('Interrupted: the live tables are untouched; run replay again to rebuild.');
+      return 130;
+    }
     const seconds = (Date.now() - started) / 1000;
     console.log(
       JSON.stringify({

@@ -103,7 +103,7 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
   let groupCount = 0;
   let spills = 0;
   if (bySql.length > 0) {
-    const built = await buildShadowsBySql(db, bySql, head, progress, options.workMem);
+    const built = await buildShadowsBySql(db, bySql, head, progress, options.workMem, options.signal);
     rows += built.rows;
     groupCount = built.groups;
   }
@@ -117,6 +117,7 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
   const report = { projections: projections.map((p) => p.name), position: head, events: Number(head), groups: groupCount, rows, spills };
   if (options.mode === 'verify') return { ...report, differences: await compareWithLive(db, tables) };
   const position = await catchUp(db, projections, head, options, progress);
+  options.signal?.throwIfAborted();
   await swap(db, projections, position);
   progress({ phase: 'swap', done: 1, total: 1 });
   return { ...report, position };
@@ -328,6 +329,7 @@ async function foldByMessage(
 async function catchUp(db: Db, projections: readonly Projection[], from: bigint, options: ReplayOptions, progress: (p: ReplayProgress) => void): Promise<bigint> {
   let position = from;
   for (;;) {
+    options.signal?.throwIfAborted();
     const head = await logHead(db.kysely);
     if (head - position <= options.catchUpBatch) return position;
     const cursors: Cursor[] = projections.map((projection) => ({ projection, position }));

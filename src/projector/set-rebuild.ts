@@ -66,6 +66,7 @@ export async function buildShadowsBySql(
   head: bigint,
   progress: (p: ReplayProgress) => void,
   workMem?: string,
+  signal?: AbortSignal,
 ): Promise<SetRebuildResult> {
   const missing = projections.filter((p) => !hasSql(p));
   if (missing.length > 0) throw new Error(`No set-based SQL for every table of ${missing.map((p) => p.name).join(', ')}`);
@@ -77,13 +78,14 @@ export async function buildShadowsBySql(
   if (!lease.ok) throw new Error(`replay run ${run} is taken`);
   const memory = workMem ?? (db.pool !== null ? DEFAULT_REBUILD_WORK_MEM.postgres : DEFAULT_REBUILD_WORK_MEM.pglite);
   if (!/^[1-9][0-9]*(kB|MB|GB)$/.test(memory)) throw new Error(`work_mem ${memory}: not a Postgres memory size`);
+  const exec = executor(db, memory, signal);
   const concurrency = db.pool !== null ? 2 : 1;
   try {
     const tables: Table[] = projections.flatMap((p) => p.tables.map((spec) => ({ spec, select: p.sql?.[spec.name] as string })));
     for (const { spec } of tables) await execAll(db.kysely, [`DROP TABLE IF EXISTS ${spec.name}${SHADOW}`, ...createTableStatements(spec, SHADOW, false, false)]);
 
     progress({ phase: 'read', done: 0, total: Number(head) });
-    const messages = await buildFacts(db, head, relations, memory, concurrency);
+    const messages = await buildFacts(db, exec, head, relations, concurrency);
     progress({ phase: 'read', done: Number(head), total: Number(head) });
     const { rows: campaigns } = await sql<{ n: number }>`
       SELECT count(DISTINCT (api_key_id, campaign_id))::int AS n FROM events WHERE type = 'campaign' AND position <= ${head}`.execute(db.kysely);
@@ -95,7 +97,7 @@ export async function buildShadowsBySql(
     const index =
       (statements: readonly string[]): Task =>
       async () => {
-        await withMemory(db, memory, ...statements);
+        await exec(...statements);
         indexed += 1;
         if (built === tables.length) progress({ phase: 'index', done: indexed, total: totalIndexes });
         return [];
@@ -104,7 +106,7 @@ export async function buildShadowsBySql(
       ({ spec, select }: Table): Task =>
       async () => {
         // Two builds run at once: add the count once it is in (`rows += await …` would lose one).
-        const n = await withMemory(db, memory, insertStatement(spec, select, head, relations));
+        const n = await exec(insertStatement(spec, select, head, relations));
         rows += n;
         built += 1;
         progress(built < tables.length ? { phase: 'build', done: built, total: tables.length } : { phase: 'index', done: indexed, total: totalIndexes });
@@ -116,7 +118,7 @@ export async function buildShadowsBySql(
     const bySize = (list: Table[]) => [...list].sort((a, b) => weight(b.spec) - weight(a.spec)).map(build);
     const readsEngagement = tables.filter((t) => /\bengagement\b/.test(t.select));
     const engagement: Task = async () => {
-      await buildEngagement(db, head, relations, memory);
+      await buildEngagement(db, exec, head, relations);
       return bySize(readsEngagement);
     };
     await runTasks(concurrency, [engagement, ...bySize(tables.filter((t) => !readsEngagement.includes(t)))]);
@@ -137,7 +139,7 @@ function logUpTo(head: bigint, share?: { index: number; of: number }): string {
  * `facts` filled; returns the number of messages. With `concurrency` 2 the messages are split in
  * two by a hash of their id, each half aggregated by a statement of its own while the other runs.
  */
-async function buildFacts(db: Db, head: bigint, relations: Relations, memory: string, concurrency: number): Promise<number> {
+async function buildFacts(db: Db, exec: Exec, head: bigint, relations: Relations, concurrency: number): Promise<number> {
   const { facts, engagement } = relations;
   await execAll(db.kysely, [
     `CREATE UNLOGGED TABLE ${facts} AS WITH log AS NOT MATERIALIZED (${logUpTo(head)}) ${FACTS_SELECT} WITH NO DATA`,
@@ -147,7 +149,7 @@ async function buildFacts(db: Db, head: bigint, relations: Relations, memory: st
   const shares = Array.from({ length: concurrency }, (_, index): Task => async () => {
     // A hash table of the messages, not a sort of the log (twice as fast here; the planner
     // picks the sort whenever it fears the hash table outgrows `work_mem`, which it then spills).
-    const n = await withMemory(db, memory, 'SET LOCAL enable_sort = off', `INSERT INTO ${facts} WITH log AS NOT MATERIALIZED (${logUpTo(head, { index, of: concurrency })}) ${FACTS_SELECT}`);
+    const n = await exec('SET LOCAL enable_sort = off', `INSERT INTO ${facts} WITH log AS NOT MATERIALIZED (${logUpTo(head, { index, of: concurrency })}) ${FACTS_SELECT}`);
     messages += n;
     return [];
   });
@@ -157,8 +159,8 @@ async function buildFacts(db: Db, head: bigint, relations: Relations, memory: st
 }
 
 /** `engagement` filled (once `facts` is). */
-async function buildEngagement(db: Db, head: bigint, relations: Relations, memory: string): Promise<void> {
-  await withMemory(db, memory, `INSERT INTO ${relations.engagement} ${relationsSql(head, relations)} ${ENGAGEMENT_SELECT}`);
+async function buildEngagement(db: Db, exec: Exec, head: bigint, relations: Relations): Promise<void> {
+  await exec(`INSERT INTO ${relations.engagement} ${relationsSql(head, relations)} ${ENGAGEMENT_SELECT}`);
   await sql.raw(`ANALYZE ${relations.engagement}`).execute(db.kysely);
 }
 
@@ -178,14 +180,20 @@ export function insertStatement(spec: TableSpec, select: string, head: bigint, r
   return `${into} ${sumByKeySql(spec, `(${select}) c`)}`;
 }
 
-/** Runs statements in one transaction with `work_mem` raised; returns the last one's row count. */
-async function withMemory(db: Db, memory: string, ...statements: string[]): Promise<number> {
-  return db.kysely.transaction().execute(async (trx) => {
-    await sql.raw(`SET LOCAL work_mem = '${memory}'`).execute(trx);
-    let n = 0;
-    for (const s of statements) n = Number((await sql.raw(s).execute(trx)).numAffectedRows ?? 0n);
-    return n;
-  });
+/** Runs statements in one transaction; returns the last one's row count. */
+type Exec = (...statements: string[]) => Promise<number>;
+
+/** Statements run with `work_mem` raised; none starts once `signal` is aborted. */
+function executor(db: Db, memory: string, signal: AbortSignal | undefined): Exec {
+  return (...statements) => {
+    signal?.throwIfAborted();
+    return db.kysely.transaction().execute(async (trx) => {
+      await sql.raw(`SET LOCAL work_mem = '${memory}'`).execute(trx);
+      let n = 0;
+      for (const s of statements) n = Number((await sql.raw(s).execute(trx)).numAffectedRows ?? 0n);
+      return n;
+    });
+  };
 }
 
 /** Rough size order of the tables: one row per event or message first, small aggregates last. */
