@@ -85,8 +85,7 @@ export async function buildShadowsBySql(
     for (const { spec } of tables) await execAll(db.kysely, [`DROP TABLE IF EXISTS ${spec.name}${SHADOW}`, ...createTableStatements(spec, SHADOW, false, false)]);
 
     progress({ phase: 'read', done: 0, total: Number(head) });
-    const messages = await buildFacts(db, exec, head, relations, concurrency);
-    progress({ phase: 'read', done: Number(head), total: Number(head) });
+    const messages = await buildFacts(db, exec, head, relations, concurrency, progress);
     const { rows: campaigns } = await sql<{ n: number }>`
       SELECT count(DISTINCT (api_key_id, campaign_id))::int AS n FROM events WHERE type = 'campaign' AND position <= ${head}`.execute(db.kysely);
 
@@ -139,18 +138,20 @@ function logUpTo(head: bigint, share?: { index: number; of: number }): string {
  * `facts` filled; returns the number of messages. With `concurrency` 2 the messages are split in
  * two by a hash of their id, each half aggregated by a statement of its own while the other runs.
  */
-async function buildFacts(db: Db, exec: Exec, head: bigint, relations: Relations, concurrency: number): Promise<number> {
+async function buildFacts(db: Db, exec: Exec, head: bigint, relations: Relations, concurrency: number, progress: (p: ReplayProgress) => void): Promise<number> {
   const { facts, engagement } = relations;
   await execAll(db.kysely, [
     `CREATE UNLOGGED TABLE ${facts} AS WITH log AS NOT MATERIALIZED (${logUpTo(head)}) ${FACTS_SELECT} WITH NO DATA`,
     `CREATE UNLOGGED TABLE ${engagement} AS WITH log AS NOT MATERIALIZED (${logUpTo(head)}), facts AS (SELECT * FROM ${facts}) ${ENGAGEMENT_SELECT} WITH NO DATA`,
   ]);
   let messages = 0;
+  let done = 0;
   const shares = Array.from({ length: concurrency }, (_, index): Task => async () => {
     // A hash table of the messages, not a sort of the log (twice as fast here; the planner
     // picks the sort whenever it fears the hash table outgrows `work_mem`, which it then spills).
     const n = await exec('SET LOCAL enable_sort = off', `INSERT INTO ${facts} WITH log AS NOT MATERIALIZED (${logUpTo(head, { index, of: concurrency })}) ${FACTS_SELECT}`);
     messages += n;
+    progress({ phase: 'read', done: Math.round((Number(head) * ++done) / concurrency), total: Number(head) });
     return [];
   });
   await runTasks(concurrency, shares);

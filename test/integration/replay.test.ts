@@ -84,6 +84,19 @@ describe.each(DIALECTS)('replay on %s', (dialect) => {
     expect(rows[0]?.n).toBe(0);
   });
 
+  // A projection without set-based SQL (one being written, say) is folded within the same
+  // rebuild as the others' SQL runs.
+  it('folds the projections that have no SQL, beside those built by theirs', async () => {
+    const withoutSql = PROJECTIONS.map((p) => {
+      if (p.name !== 'geo' && p.name !== 'messages') return p;
+      const { sql: _unused, ...folded } = p;
+      return folded;
+    });
+    const report = await replay(db, withoutSql, { readBatch: 13, catchUpBatch: 100, mode: 'verify' });
+    expect(Object.entries(report.differences ?? {}).filter(([, d]) => d.onlyLive !== 0 || d.onlyRebuilt !== 0)).toEqual([]);
+    expect(report.rows).toBeGreaterThan(100);
+  });
+
   // The set-based rebuild's per-message facts live in an unlogged table of the run: dropped at
   // the end, and one an interrupted run left (no live lease of its run) dropped by the next run.
   it('leaves no facts table behind, and drops one an interrupted run left', async () => {
