@@ -147,35 +147,44 @@ function vectorAt(slices: Map<number, number[]>, time: number, seconds: number):
 
 /**
  * The same counters set-based. Sums add up, so they are first added up per 5-minute slice (the
- * finest resolution; an hour and a day are whole numbers of them) and per campaign, sender and
- * list, and the rows of every source and resolution are made from those few partial sums:
- * - `by_message_time`: each message's vector, by the slice of its message time (null: not
+ * finest resolution; an hour and a day are whole numbers of them), and the rows of every source
+ * and resolution are made from those partial sums:
+ * - `shapes`: messages grouped by campaign, sender, list and the slice of their message time and
+ *   of the first event of each outcome (a tenth as many rows as messages on the bench's log),
+ *   with their number and the sums of their event counts and delays;
+ * - `by_message_time`: the shapes' vectors by the slice of their message time (null: not
  *   processed), for Lifetime and Message timing;
  * - `by_event_time`: Event timing's parts, each in the slice of its own time: Total at the
  *   message time, each flag at its outcome's first event, the delays at the first open / click
- *   (`parts`, one row per message and part), and the event counts at each event's time.
+ *   (from the shapes, one row per shape and part), and the event counts at each event's time.
  */
 function statcountersSql(): string {
   const names = SUMS.map((c) => c.name);
   const flags = Object.entries(FLAG_INDEX) as [Outcome, number][];
+  const slice = (o: Outcome) => `s_${tOf(o)}`;
+  const counted = (i: number) =>
+    ({ open: 'opened', click: 'clicked', spam: 'spam', unsub: 'unsub' } as const)[Object.entries(EVENT_INDEX).find(([, j]) => j === i)?.[0] as 'open' | 'click' | 'spam' | 'unsub'];
+  const shapeKeys = ['api_key_id', 'campaign_id', 'sender_id', 'list_id', 's_time', ...flags.map(([o]) => slice(o))];
+  const shapes = `
+    SELECT api_key_id, campaign_id, sender_id, list_id, ${sliceSql('message_time', 300)} AS s_time,
+      ${flags.map(([o]) => `${sliceSql(tOf(o), 300)} AS ${slice(o)}`).join(', ')},
+      count(*) AS messages,
+      ${names.flatMap((n, i) => (counted(i) === undefined ? [] : [`sum(${nOf(counted(i))}) AS ${n}`])).join(', ')},
+      sum(${tOf('opened')} - message_time) AS open_delay, sum(${tOf('clicked')} - message_time) AS click_delay
+    FROM facts GROUP BY ${shapeKeys.join(', ')}`;
+  // A shape's vector (Lifetime and Message timing).
   const vector = names.map((n, i) => {
-    if (i === TOTAL) return `(message_time IS NOT NULL)::int AS ${n}`;
-    if (i === OPEN_DELAY) return `coalesce(${tOf('opened')} - message_time, 0) AS ${n}`;
-    if (i === CLICK_DELAY) return `coalesce(${tOf('clicked')} - message_time, 0) AS ${n}`;
+    if (i === TOTAL) return `sum(CASE WHEN s_time IS NOT NULL THEN messages ELSE 0 END) AS ${n}`;
+    if (i === OPEN_DELAY) return `coalesce(sum(open_delay), 0) AS ${n}`;
+    if (i === CLICK_DELAY) return `coalesce(sum(click_delay), 0) AS ${n}`;
     const flag = flags.find(([, j]) => j === i);
-    if (flag !== undefined) return `${hasSql(flag[0])} AS ${n}`;
-    const type = Object.entries(EVENT_INDEX).find(([, j]) => j === i)?.[0];
-    const outcome = ({ open: 'opened', click: 'clicked', spam: 'spam', unsub: 'unsub' } as const)[type as 'open' | 'click' | 'spam' | 'unsub'];
-    return `${nOf(outcome)} AS ${n}`;
+    if (flag !== undefined) return `sum(CASE WHEN ${slice(flag[0])} IS NOT NULL THEN messages ELSE 0 END) AS ${n}`;
+    return `sum(${n}) AS ${n}`;
   });
+  // Event timing parts of a shape: (slice, index of the column, value); a delay is null, and
+  // left out, when the messages have no message time.
+  const parts = [`(s_time, ${TOTAL}, messages)`, ...flags.map(([o, i]) => `(${slice(o)}, ${i}, messages)`), `(${slice('opened')}, ${OPEN_DELAY}, open_delay)`, `(${slice('clicked')}, ${CLICK_DELAY}, click_delay)`];
   const sums = names.map((n) => `sum(${n}) AS ${n}`).join(', ');
-  // Event timing parts of a message: (time, index of the column, value).
-  const parts = [
-    `(message_time, ${TOTAL}, 1)`,
-    ...flags.map(([o, i]) => `(${tOf(o)}, ${i}, 1)`),
-    `(${tOf('opened')}, ${OPEN_DELAY}, ${tOf('opened')} - message_time)`,
-    `(${tOf('clicked')}, ${CLICK_DELAY}, ${tOf('clicked')} - message_time)`,
-  ];
   const pivot = names.map((n, i) => `coalesce(sum(value) FILTER (WHERE i = ${i}), 0) AS ${n}`).join(', ');
   const eventCounts = names.map((n, i) => {
     const type = Object.entries(EVENT_INDEX).find(([, j]) => j === i)?.[0];
@@ -184,16 +193,16 @@ function statcountersSql(): string {
   const sources = (withSender: boolean) =>
     `CROSS JOIN LATERAL (VALUES ('A', 0::bigint, true), ('C', campaign_id, campaign_id <> 0)${withSender ? ", ('S', sender_id, sender_id <> 0)" : ''}) src(type, id, used)`;
   return `
-    WITH by_message_time AS (
-      SELECT api_key_id, campaign_id, sender_id, list_id, ${sliceSql('message_time', 300)} AS slice, ${sums}
-      FROM (SELECT api_key_id, campaign_id, sender_id, list_id, message_time, ${vector.join(', ')} FROM facts) m
-      GROUP BY 1, 2, 3, 4, 5
+    WITH shapes AS MATERIALIZED (${shapes}
+    ), by_message_time AS (
+      SELECT api_key_id, campaign_id, sender_id, list_id, s_time AS slice, ${vector.join(', ')}
+      FROM shapes GROUP BY 1, 2, 3, 4, 5
     ), by_event_time AS (
       SELECT api_key_id, campaign_id, slice, ${sums} FROM (
         SELECT api_key_id, campaign_id, slice, ${pivot} FROM (
-          SELECT f.api_key_id, f.campaign_id, ${sliceSql('p.time', 300)} AS slice, p.i, sum(p.value) AS value
-          FROM facts f CROSS JOIN LATERAL (VALUES ${parts.join(', ')}) p(time, i, value)
-          WHERE p.time IS NOT NULL AND (p.i < ${OPEN_DELAY} OR f.message_time IS NOT NULL)
+          SELECT s.api_key_id, s.campaign_id, p.slice, p.i, sum(p.value) AS value
+          FROM shapes s CROSS JOIN LATERAL (VALUES ${parts.join(', ')}) p(slice, i, value)
+          WHERE p.slice IS NOT NULL AND p.value IS NOT NULL
           GROUP BY 1, 2, 3, 4
         ) by_part GROUP BY 1, 2, 3
         UNION ALL
