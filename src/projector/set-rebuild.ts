@@ -120,7 +120,8 @@ export async function buildShadowsBySql(
       await buildEngagement(db, exec, head, relations);
       return bySize(readsEngagement);
     };
-    await runTasks(concurrency, [engagement, ...bySize(tables.filter((t) => !readsEngagement.includes(t)))]);
+    const others = bySize(tables.filter((t) => !readsEngagement.includes(t)));
+    await runTasks(concurrency, readsEngagement.length > 0 ? [engagement, ...others] : others);
     return { rows, groups: messages + (campaigns[0]?.n ?? 0) };
   } finally {
     for (const table of Object.values(relations)) await sql.raw(`DROP TABLE IF EXISTS ${table}`).execute(db.kysely);
@@ -130,7 +131,7 @@ export async function buildShadowsBySql(
 
 /** The log as the SQL sees it: the events up to the rebuild's position (of one share of the messages). */
 function logUpTo(head: bigint, share?: { index: number; of: number }): string {
-  const part = share === undefined || share.of === 1 ? '' : ` AND hash_numeric(message_id) & ${share.of - 1} = ${share.index}`;
+  const part = share === undefined || share.of === 1 ? '' : ` AND (hash_numeric(message_id) & 2147483647) % ${share.of} = ${share.index}`;
   return `SELECT * FROM events WHERE position <= ${head}${part}`;
 }
 
