@@ -1,6 +1,6 @@
 import { API_KEY, bigints, col } from './kit/columns.js';
 import { delayOf, type MessageFacts, messageFacts, OUTCOMES, type Outcome } from './kit/message-facts.js';
-import { hasSql, nOf, RESOLUTIONS_SQL, sliceSql, tOf } from './kit/sql.js';
+import { nOf, RESOLUTIONS_SQL, sliceSql, tOf } from './kit/sql.js';
 import { RESOLUTIONS, sliceStart } from './kit/time.js';
 import type { Group, LogEvent, Output, Projection } from './kit/types.js';
 
