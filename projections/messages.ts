@@ -1,7 +1,22 @@
 import { API_KEY, col, DIM_COLUMNS, DIM_INDEXES } from './kit/columns.js';
-import { campaignDims, messageFacts } from './kit/message-facts.js';
+import { campaignDims, messageFacts, PIPELINE_RANK } from './kit/message-facts.js';
 import { dimsSql, nOf, tOf } from './kit/sql.js';
 import type { Group, LogEvent, Output, Projection } from './kit/types.js';
+
+/** Status strings that are not the event type's own name (a bounce's depends on the event). */
+const STATUS_OF_TYPE: Partial<Record<LogEvent['type'], string>> = { open: 'opened', click: 'clicked' };
+
+/** The status of a message whose latest event has `rank` (`latest % 16` of the facts), in SQL; `failure` is its last bounce or block. */
+function statusSql(rank: string, failure: string): string {
+  const byRank = new Map<number, string>();
+  for (const [type, r] of Object.entries(PIPELINE_RANK) as [LogEvent['type'], number][]) {
+    if (type === 'campaign') continue;
+    byRank.set(r, type === 'bounce' || type === 'blocked'
+      ? `CASE WHEN ${failure}.type = 'blocked' THEN 'blocked' WHEN ${failure}.hard_bounce THEN 'hardbounced' ELSE 'softbounced' END`
+      : `'${STATUS_OF_TYPE[type] ?? type}'`);
+  }
+  return `CASE ${rank} ${[...byRank].map(([r, status]) => `WHEN ${r} THEN ${status}`).join(' ')} ELSE 'unknown' END`;
+}
 
 /**
  * /message and /message/{MessageID}: one row per message with its current status. The
@@ -48,7 +63,7 @@ export const messages: Projection = {
     let latest: LogEvent | null = null;
     let failure: LogEvent | null = null;
     for (const e of f.events) {
-      if (latest === null || e.time > latest.time || (e.time === latest.time && RANK[e.type] >= RANK[latest.type])) latest = e;
+      if (latest === null || e.time > latest.time || (e.time === latest.time && PIPELINE_RANK[e.type] >= PIPELINE_RANK[latest.type])) latest = e;
       if (e.type === 'bounce' || e.type === 'blocked') failure = e;
     }
     const attempts = f.count.sent + f.count.deferred + f.count.bounced;
@@ -78,9 +93,7 @@ export const messages: Projection = {
     // latest time the one with the largest EventID wins, which is the message's last failure.
     messages: `
       SELECT f.api_key_id, f.message_id, f.contact_id, ${dimsSql('f')}, f.email, f.recipient_domain, f.esp, f.message_time,
-        CASE f.latest % 16 WHEN 1 THEN 'queued' WHEN 2 THEN 'deferred' WHEN 3 THEN 'sent'
-          WHEN 4 THEN CASE WHEN x.type = 'blocked' THEN 'blocked' WHEN x.hard_bounce THEN 'hardbounced' ELSE 'softbounced' END
-          WHEN 5 THEN 'opened' WHEN 6 THEN 'clicked' WHEN 7 THEN 'spam' WHEN 8 THEN 'unsub' ELSE 'unknown' END AS status,
+        ${statusSql('f.latest % 16', 'x')} AS status,
         x.state_id, coalesce(x.type = 'blocked' OR x.hard_bounce, false) AS is_state_permanent,
         f.${tOf('opened')} AS first_open_at, f.${tOf('clicked')} AS first_click_at, f.last_activity AS last_activity_at,
         f.${nOf('sent')} + f.${nOf('deferred')} + f.${nOf('bounced')} AS attempt_count, f.events AS event_count
@@ -91,30 +104,8 @@ export const messages: Projection = {
   },
 };
 
-/** Pipeline order, for events with the same time. */
-const RANK: Record<LogEvent['type'], number> = {
-  campaign: 0,
-  queued: 1,
-  deferred: 2,
-  sent: 3,
-  bounce: 4,
-  blocked: 4,
-  open: 5,
-  click: 6,
-  spam: 7,
-  unsub: 8,
-};
-
 /** Mailjet's message Status strings. */
 function statusOf(e: LogEvent): string {
-  switch (e.type) {
-    case 'open':
-      return 'opened';
-    case 'click':
-      return 'clicked';
-    case 'bounce':
-      return e.hardBounce ? 'hardbounced' : 'softbounced';
-    default:
-      return e.type;
-  }
+  if (e.type === 'bounce') return e.hardBounce ? 'hardbounced' : 'softbounced';
+  return STATUS_OF_TYPE[e.type] ?? e.type;
 }

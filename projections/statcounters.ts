@@ -162,14 +162,15 @@ function statcountersSql(): string {
   const names = SUMS.map((c) => c.name);
   const flags = Object.entries(FLAG_INDEX) as [Outcome, number][];
   const slice = (o: Outcome) => `s_${tOf(o)}`;
-  const counted = (i: number) =>
-    ({ open: 'opened', click: 'clicked', spam: 'spam', unsub: 'unsub' } as const)[Object.entries(EVENT_INDEX).find(([, j]) => j === i)?.[0] as 'open' | 'click' | 'spam' | 'unsub'];
+  // The event-count columns: index → event type; each type's count in the facts.
+  const eventTypeAt = new Map(Object.entries(EVENT_INDEX).map(([type, i]) => [i, type]));
+  const countOf = { open: nOf('opened'), click: nOf('clicked'), spam: nOf('spam'), unsub: nOf('unsub') } as Record<string, string>;
   const shapeKeys = ['api_key_id', 'campaign_id', 'sender_id', 'list_id', 's_time', ...flags.map(([o]) => slice(o))];
   const shapes = `
     SELECT api_key_id, campaign_id, sender_id, list_id, ${sliceSql('message_time', 300)} AS s_time,
       ${flags.map(([o]) => `${sliceSql(tOf(o), 300)} AS ${slice(o)}`).join(', ')},
       count(*) AS messages,
-      ${names.flatMap((n, i) => (counted(i) === undefined ? [] : [`sum(${nOf(counted(i))}) AS ${n}`])).join(', ')},
+      ${Object.entries(EVENT_INDEX).map(([type, i]) => `sum(${countOf[type]}) AS ${names[i]}`).join(', ')},
       sum(${tOf('opened')} - message_time) AS open_delay, sum(${tOf('clicked')} - message_time) AS click_delay
     FROM facts GROUP BY ${shapeKeys.join(', ')}`;
   // A shape's vector (Lifetime and Message timing).
@@ -187,7 +188,7 @@ function statcountersSql(): string {
   const sums = names.map((n) => `sum(${n}) AS ${n}`).join(', ');
   const pivot = names.map((n, i) => `coalesce(sum(value) FILTER (WHERE i = ${i}), 0) AS ${n}`).join(', ');
   const eventCounts = names.map((n, i) => {
-    const type = Object.entries(EVENT_INDEX).find(([, j]) => j === i)?.[0];
+    const type = eventTypeAt.get(i);
     return type === undefined ? `0 AS ${n}` : `count(*) FILTER (WHERE e.type = '${type}') AS ${n}`;
   });
   const sources = (withSender: boolean) =>

@@ -63,6 +63,9 @@ const natsToken = z.string().regex(/^[A-Za-z0-9_-]+$/, { message: 'may hold only
  */
 export const DEFAULT_REPLAY_COUNTER_ROWS = 100_000;
 
+/** A Postgres memory size as `REPLAY_WORK_MEM` takes it (it goes into a `SET` statement as it is). */
+export const WORK_MEM_PATTERN = /^[1-9][0-9]{0,6}(kB|MB|GB)$/;
+
 const envSchema = z.object({
   DATABASE_URL: url(['postgres:', 'postgresql:']).optional(),
   DATA_DIR: z.string().min(1).default('./data'),
@@ -93,7 +96,7 @@ const envSchema = z.object({
   REPLAY_ENGINE: z.enum(['sql', 'fold'], { message: 'must be sql or fold' }).default('sql'),
   REPLAY_WORK_MEM: z
     .string()
-    .regex(/^[1-9][0-9]{0,6}(kB|MB|GB)$/, { message: "must be a Postgres memory size, e.g. '256MB'" })
+    .regex(WORK_MEM_PATTERN, { message: "must be a Postgres memory size, e.g. '256MB'" })
     .optional(),
   API_RATE_LIMIT: int(0, 1_000_000).default(200),
   API_RATE_BURST: int(1, 1_000_000).default(400),

@@ -74,8 +74,8 @@ export async function startService(config: Config, roles: readonly Role[], log: 
         await replay(db, stale, {
           readBatch: config.projector.replayBatchSize,
           counterEntries: config.projector.replayCounterRows,
-      engine: config.projector.replayEngine,
-      workMem: config.projector.replayWorkMem,
+          engine: config.projector.replayEngine,
+          workMem: config.projector.replayWorkMem,
           catchUpBatch: config.projector.batchSize,
         });
       }

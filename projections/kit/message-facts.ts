@@ -29,6 +29,20 @@ export type MessageDims = Pick<
   'campaignId' | 'contactId' | 'listId' | 'senderId' | 'email' | 'recipientDomain' | 'esp' | 'sender' | 'senderDomain' | 'customCampaign'
 >;
 
+/** Pipeline order of the event types: of a message's events with the same time, the later stage is the latest. */
+export const PIPELINE_RANK: Readonly<Record<LogEvent['type'], number>> = {
+  campaign: 0,
+  queued: 1,
+  deferred: 2,
+  sent: 3,
+  bounce: 4,
+  blocked: 4,
+  open: 5,
+  click: 6,
+  spam: 7,
+  unsub: 8,
+};
+
 export const OUTCOMES = [
   'queued',
   'sent',

@@ -1,4 +1,4 @@
-import { OUTCOMES, type Outcome } from './message-facts.js';
+import { OUTCOMES, type Outcome, PIPELINE_RANK } from './message-facts.js';
 import { RESOLUTIONS } from './time.js';
 
 /**
@@ -57,8 +57,8 @@ const OUTCOME_KINDS: Record<Outcome, string> = {
   unsub: 'kind = 10',
 };
 
-/** Pipeline rank of each event type (`RANK` in messages.ts), for the latest event of a message. */
-export const RANK_SQL = `CASE type WHEN 'queued' THEN 1 WHEN 'deferred' THEN 2 WHEN 'sent' THEN 3 WHEN 'bounce' THEN 4 WHEN 'blocked' THEN 4 WHEN 'open' THEN 5 WHEN 'click' THEN 6 WHEN 'spam' THEN 7 WHEN 'unsub' THEN 8 ELSE 0 END`;
+/** Pipeline rank of each event type (`PIPELINE_RANK`), for the latest event of a message. */
+const RANK_SQL = `CASE type ${Object.entries(PIPELINE_RANK).map(([type, rank]) => `WHEN '${type}' THEN ${rank}`).join(' ')} ELSE 0 END`;
 
 const ID_DIMS = ['campaign_id', 'contact_id', 'list_id', 'sender_id'];
 const TEXT_DIMS = ['email', 'recipient_domain', 'esp', 'sender', 'sender_domain', 'custom_campaign'];

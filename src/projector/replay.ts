@@ -12,7 +12,7 @@ import { Contribution } from './contribution.js';
 import { CounterSpill } from './counter-spill.js';
 import { createShadowStatements, loadCountersAndIndex } from './finish-shadows.js';
 import { byTimeThenId, type GroupKey, groupKeyOf, groupKeyString, partitionFilter, readEventRange } from './read-groups.js';
-import { buildShadowsBySql, hasSql } from './set-rebuild.js';
+import { buildShadowsBySql, hasSetBasedSql } from './set-rebuild.js';
 import { openShadowRows, type ShadowRows } from './shadow-rows.js';
 import { execAll, SHADOW, swapStatements } from './tables.js';
 import { writeDeltas } from './write-delta.js';
@@ -97,7 +97,7 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
   const progress = options.onProgress ?? (() => {});
   const tables = projections.flatMap((p) => p.tables);
   const head = await logHead(db.kysely);
-  const bySql = options.engine === 'fold' ? [] : projections.filter(hasSql);
+  const bySql = options.engine === 'fold' ? [] : projections.filter(hasSetBasedSql);
   const byFold = projections.filter((p) => !bySql.includes(p));
   let rows = 0;
   let groupCount = 0;

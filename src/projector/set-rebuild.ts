@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { ENGAGEMENT_SELECT, FACTS_SELECT } from '../../projections/kit/sql.js';
 import type { Projection, TableSpec } from '../../projections/kit/types.js';
+import { WORK_MEM_PATTERN } from '../config.js';
 import type { Db } from '../db/connect.js';
 import { holdLeases, REPLAY_LEASE_MS } from '../log/leases.js';
 import { keyStatements, runTasks, type Task } from './finish-shadows.js';
@@ -45,7 +46,7 @@ export interface SetRebuildResult {
 }
 
 /** A projection a set-based rebuild can build: every table has its SQL. */
-export function hasSql(p: Projection): boolean {
+export function hasSetBasedSql(p: Projection): boolean {
   return p.sql !== undefined && p.tables.every((t) => typeof p.sql?.[t.name] === 'string');
 }
 
@@ -68,7 +69,7 @@ export async function buildShadowsBySql(
   workMem?: string,
   signal?: AbortSignal,
 ): Promise<SetRebuildResult> {
-  const missing = projections.filter((p) => !hasSql(p));
+  const missing = projections.filter((p) => !hasSetBasedSql(p));
   if (missing.length > 0) throw new Error(`No set-based SQL for every table of ${missing.map((p) => p.name).join(', ')}`);
   await dropOrphanTables(db);
   const run = randomBytes(6).toString('hex');
@@ -77,7 +78,7 @@ export async function buildShadowsBySql(
   const lease = await holdLeases(db.kysely, [LEASE_PREFIX + run], owner, REPLAY_LEASE_MS);
   if (!lease.ok) throw new Error(`replay run ${run} is taken`);
   const memory = workMem ?? (db.pool !== null ? DEFAULT_REBUILD_WORK_MEM.postgres : DEFAULT_REBUILD_WORK_MEM.pglite);
-  if (!/^[1-9][0-9]*(kB|MB|GB)$/.test(memory)) throw new Error(`work_mem ${memory}: not a Postgres memory size`);
+  if (!WORK_MEM_PATTERN.test(memory)) throw new Error(`work_mem ${memory}: not a Postgres memory size`);
   const exec = executor(db, memory, signal);
   const concurrency = db.pool !== null ? 2 : 1;
   try {

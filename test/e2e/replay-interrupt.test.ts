@@ -1,13 +1,12 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Db, connectDb } from '../../src/db/connect.js';
-import { migrateToLatest } from '../../src/db/migrate.js';
+import type { Db } from '../../src/db/connect.js';
 import { PROJECTIONS } from '../../projections/index.js';
 import { ensureProjectionTables } from '../../src/projector/tables.js';
+import { openMigratedDb } from '../support/databases.js';
 import { sampleEvents } from '../support/events.js';
 import { runCli, spawnCli, stopAll } from '../support/processes.js';
 import { append, NO_DIFFERENCES, verifyAgainstReplay } from '../support/projections.js';
-import { createTestDatabase } from '../support/services.js';
 
 /**
  * Ctrl-C during `mailtally replay`: the run stops after the statement in progress, leaves the
@@ -17,14 +16,12 @@ import { createTestDatabase } from '../support/services.js';
 
 let db: Db;
 let env: Record<string, string>;
-let drop: () => Promise<void>;
+let cleanup: () => Promise<void>;
 
 beforeAll(async () => {
-  const database = await createTestDatabase();
-  drop = database.drop;
-  env = { DATABASE_URL: database.url, LOG_LEVEL: 'warn' };
-  db = await connectDb({ kind: 'postgres', url: database.url, poolSize: 2 });
-  await migrateToLatest(db.kysely);
+  let url: string | null;
+  ({ db, url, cleanup } = await openMigratedDb('postgres'));
+  env = { DATABASE_URL: url as string, LOG_LEVEL: 'warn' };
   await ensureProjectionTables(db.kysely, PROJECTIONS);
   // 3,000 messages of ten events: a rebuild long enough to be interrupted in the middle.
   for (let m = 0; m < 3000; m += 100) {
@@ -34,8 +31,7 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => {
   await stopAll();
-  await db.close();
-  await drop();
+  await cleanup();
 });
 
 describe('mailtally replay, interrupted', () => {

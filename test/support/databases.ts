@@ -9,13 +9,15 @@ import { createTestDatabase } from './services.js';
 export const DIALECTS = ['postgres', 'pglite'] as const;
 export type Dialect = (typeof DIALECTS)[number];
 
-export async function openMigratedDb(dialect: Dialect): Promise<{ db: Db; cleanup: () => Promise<void> }> {
+/** A new migrated database; `url` is the Postgres one's, for child processes (null for PGlite). */
+export async function openMigratedDb(dialect: Dialect): Promise<{ db: Db; url: string | null; cleanup: () => Promise<void> }> {
   if (dialect === 'postgres') {
     const database = await createTestDatabase();
     const db = await connectDb({ kind: 'postgres', url: database.url, poolSize: 10 });
     await migrateToLatest(db.kysely);
     return {
       db,
+      url: database.url,
       cleanup: async () => {
         await db.close();
         await database.drop();
@@ -27,6 +29,7 @@ export async function openMigratedDb(dialect: Dialect): Promise<{ db: Db; cleanu
   await migrateToLatest(db.kysely);
   return {
     db,
+    url: null,
     cleanup: async () => {
       await db.close();
       // PGlite may still flush its in-memory file system for a moment after close().
