@@ -9,5 +9,5 @@ COPY projections ./projections
 COPY tsconfig.json ./
 USER node
 EXPOSE 3000
-ENTRYPOINT ["node", "bin/mailtally.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=32", "bin/mailtally.js"]
 CMD ["serve"]

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { PROJECTIONS } from '../projections/index.js';
+import { DEFAULT_PROJECTOR_CACHE_GROUPS } from '../src/config.js';
 import { connectDb, type Db } from '../src/db/connect.js';
 import { createLogger } from '../src/logger.js';
 import { foldLog } from '../src/projector/replay.js';
@@ -23,6 +24,8 @@ import { startResult } from './support/result.js';
  */
 
 const BATCH_SIZES = [50, 200, 1000];
+/** The live projector's group cache, as the service has it (PROJECTOR_CACHE_GROUPS to try another size). */
+const CACHE_GROUPS = Number(process.env['PROJECTOR_CACHE_GROUPS'] ?? DEFAULT_PROJECTOR_CACHE_GROUPS);
 
 interface Drain {
   eventsPerSec: number;
@@ -99,7 +102,7 @@ async function drain(db: Db, url: string, size: number, events: number): Promise
   const cpu = process.cpuUsage();
   const started = performance.now();
   const own = await connectDb({ kind: 'postgres', url, poolSize: 4 }, { application: 'mailtally:bench' });
-  const projector = new Projector(own, PROJECTIONS, { batchSize: size, pollMs: 1000, leaseMs: 15_000, cacheGroups: 50_000 }, createLogger('warn'));
+  const projector = new Projector(own, PROJECTIONS, { batchSize: size, pollMs: 1000, leaseMs: 15_000, cacheGroups: CACHE_GROUPS }, createLogger('warn'));
   await projector.start();
   while (projector.stats.events < events) {
     if (performance.now() - started > 600_000) throw new Error(`the projector drained ${projector.stats.events} of ${events} events in 10 minutes`);

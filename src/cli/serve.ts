@@ -1,11 +1,13 @@
 import type { Config } from '../config.js';
 import { createLogger } from '../logger.js';
 import { AVAILABLE_ROLES, parseRoles, startService } from '../main.js';
+import { runsWithServiceFlags, SERVICE_NODE_FLAGS } from '../node-flags.js';
 
 /** `mailtally serve`: runs until SIGTERM/SIGINT, then drains in-flight work and exits. */
 export async function runServe(config: Config, rolesFlag: string | undefined): Promise<number> {
   const roles = rolesFlag !== undefined ? parseRoles(rolesFlag) : [...AVAILABLE_ROLES];
   const log = createLogger(config.logLevel);
+  if (!runsWithServiceFlags()) log.info({ expected: SERVICE_NODE_FLAGS }, 'started without the Node options mailtally runs with (npm start, the mailtally command and the Docker image give them): read models may take longer to show events under load');
   const service = await startService(config, roles, log);
   await new Promise<void>((resolve) => {
     const onSignal = (signal: NodeJS.Signals) => {

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { SERVICE_NODE_FLAGS } from '../../src/node-flags.js';
 
 /**
  * Child processes for end-to-end tests: the `mailtally` CLI (or any command) with a given
@@ -156,7 +157,7 @@ export class Proc {
 
 /** `node bin/mailtally.js <args>` */
 export function spawnCli(args: readonly string[], opts: SpawnOptions): Proc {
-  return new Proc(process.execPath, [CLI_PATH, ...args], opts);
+  return new Proc(process.execPath, [...SERVICE_NODE_FLAGS, CLI_PATH, ...args], opts);
 }
 
 export interface Completed extends Exit {
