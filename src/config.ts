@@ -66,7 +66,8 @@ export const DEFAULT_REPLAY_COUNTER_ROWS = 100_000;
  * Groups the live projector keeps between batches. Each holds its events as objects, and a
  * larger cache is more old-generation heap for the collector to go through: at 5k events/s,
  * with the service's V8 options, 15,000 and 50,000 gave visible p99s of 82–143 ms against
- * 37–66 ms with 5,000 (bench/README.md, Freshness), while a backlog drains about as fast.
+ * 37–66 ms with 5,000 in alternated runs of one hour (bench/README.md, Freshness), while a
+ * backlog drains about as fast.
  */
 export const DEFAULT_PROJECTOR_CACHE_GROUPS = 5_000;
 
