@@ -7,7 +7,6 @@ import { sql } from 'kysely';
 import { PROJECTIONS } from '../projections/index.js';
 import { connectDb } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
-import { SERVICE_NODE_FLAGS } from '../src/node-flags.js';
 import { createApiKey } from '../src/keys/key-store.js';
 import { replay } from '../src/projector/replay.js';
 import { ensureProjectionTables } from '../src/projector/tables.js';
@@ -16,6 +15,7 @@ import { loadLog } from './replay/load-log.js';
 import type { BenchOptions } from './support/options.js';
 import { startResult } from './support/result.js';
 import { createScratchDatabase, serverFacts } from './support/scratch.js';
+import { mailtallyArgv } from './support/service.js';
 
 /**
  * `npm run bench -- api`: the read API over a realistic log (default 1M events over 30 days,
@@ -66,7 +66,7 @@ export async function runApiBench(opts: BenchOptions): Promise<void> {
     let queries: [string, string][] = [];
     for (const mode of MODES) {
       const port = 20_000 + Math.floor(Math.random() * 20_000);
-      child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, 'bin/mailtally.js', 'serve', '--roles', 'api'], {
+      child = spawn(process.execPath, mailtallyArgv(['serve', '--roles', 'api']), {
         cwd: ROOT,
         env: { ...process.env, DATABASE_URL: scratch.url, PORT: String(port), LOG_LEVEL: 'warn', API_RATE_LIMIT: '0', API_CACHE_ENTRIES: mode === 'uncached' ? '0' : '10000', NODE_OPTIONS: '' },
         stdio: ['ignore', 'ignore', 'inherit'],

@@ -8,10 +8,10 @@ import hdr from 'hdr-histogram-js';
 import pg from 'pg';
 import { connectDb } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
-import { SERVICE_NODE_FLAGS } from '../src/node-flags.js';
 import { createApiKey } from '../src/keys/key-store.js';
 import { median, RESULTS_DIR, sourceVersion } from './ingest/report.js';
 import { Cleanup } from './support/cleanup.js';
+import { mailtallyArgv } from './support/service.js';
 import { formatProfileSummary, type ProfileSummary, summarizeCpuProfile } from './support/cpu-profile.js';
 import { DEFAULT_TENANTS, generateEvents } from './support/generate.js';
 import type { BenchOptions } from './support/options.js';
@@ -349,7 +349,7 @@ function pct(h: hdr.Histogram): Percentiles {
 function startService(databaseUrl: string, stream: string, subjectPrefix: string, profileDir: string | null): ChildProcess {
   const env = { ...process.env, DATABASE_URL: databaseUrl, NATS_URL, NATS_STREAM: stream, NATS_SUBJECT_PREFIX: subjectPrefix, NATS_CONSUMER: `fresh-${stream}`, PORT: '0', LOG_LEVEL: 'warn', NODE_OPTIONS: '' };
   const profile = profileDir !== null ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
-  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...profile, 'bin/mailtally.js', 'serve', '--roles', 'ingest,projector'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, mailtallyArgv(['serve', '--roles', 'ingest,projector'], profile), { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'inherit'] });
   return child;
 }
 

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { PROJECTIONS } from '../projections/index.js';
-import { DEFAULT_PROJECTOR_CACHE_GROUPS } from '../src/config.js';
+import { loadConfig } from '../src/config.js';
 import { connectDb, type Db } from '../src/db/connect.js';
 import { createLogger } from '../src/logger.js';
 import { foldLog } from '../src/projector/replay.js';
@@ -24,8 +24,6 @@ import { startResult } from './support/result.js';
  */
 
 const BATCH_SIZES = [50, 200, 1000];
-/** The live projector's group cache, as the service has it (PROJECTOR_CACHE_GROUPS to try another size). */
-const CACHE_GROUPS = Number(process.env['PROJECTOR_CACHE_GROUPS'] ?? DEFAULT_PROJECTOR_CACHE_GROUPS);
 
 interface Drain {
   eventsPerSec: number;
@@ -38,6 +36,8 @@ interface Drain {
 export async function runProjectorBench(opts: BenchOptions): Promise<void> {
   const count = opts.events ?? 100_000;
   const result = await startResult('projector');
+  // The live projector's group cache as the service has it (PROJECTOR_CACHE_GROUPS, validated as the service does).
+  const cacheGroups = loadConfig().projector.cacheGroups;
   const { db, url, stored, head, close } = await scratchLog('mt_bench_projector', count);
   try {
     progress(`log: ${stored} events stored from ${count} generated`);
@@ -51,7 +51,7 @@ export async function runProjectorBench(opts: BenchOptions): Promise<void> {
       baseline.push((stored * 1000) / (performance.now() - started));
       progress(`run ${run}: read + aggregate ${Math.round(baseline.at(-1) ?? 0)} events/s`);
       for (const size of BATCH_SIZES) {
-        const d = await drain(db, url, size, stored);
+        const d = await drain(db, url, size, stored, cacheGroups);
         drains.get(size)?.push(d);
         progress(
           `run ${run}: batches of ${size}: ${Math.round(d.eventsPerSec)} events/s in ${d.batches} batches; per event Node ${d.nodeUsPerEvent.toFixed(0)} µs, Postgres ${d.postgresUsPerEvent.toFixed(0)} µs, ${d.rowsPerEvent.toFixed(2)} rows written`,
@@ -93,7 +93,7 @@ export async function runProjectorBench(opts: BenchOptions): Promise<void> {
  * Empties the read models, then lets a projector drain the whole log in batches of `size`, on
  * connections of its own: closed after it, their backends report every row they wrote.
  */
-async function drain(db: Db, url: string, size: number, events: number): Promise<Drain> {
+async function drain(db: Db, url: string, size: number, events: number, cacheGroups: number): Promise<Drain> {
   for (const p of PROJECTIONS) for (const t of p.tables) await sql.raw(`TRUNCATE ${t.name}`).execute(db.kysely);
   await sql`UPDATE checkpoints SET position = 0`.execute(db.kysely);
   await sql`DELETE FROM leases`.execute(db.kysely);
@@ -102,7 +102,7 @@ async function drain(db: Db, url: string, size: number, events: number): Promise
   const cpu = process.cpuUsage();
   const started = performance.now();
   const own = await connectDb({ kind: 'postgres', url, poolSize: 4 }, { application: 'mailtally:bench' });
-  const projector = new Projector(own, PROJECTIONS, { batchSize: size, pollMs: 1000, leaseMs: 15_000, cacheGroups: CACHE_GROUPS }, createLogger('warn'));
+  const projector = new Projector(own, PROJECTIONS, { batchSize: size, pollMs: 1000, leaseMs: 15_000, cacheGroups }, createLogger('warn'));
   await projector.start();
   while (projector.stats.events < events) {
     if (performance.now() - started > 600_000) throw new Error(`the projector drained ${projector.stats.events} of ${events} events in 10 minutes`);

@@ -3,8 +3,8 @@
  * command (its shebang), the Docker image, the benchmarks and the end-to-end tests.
  * `test/unit/node-flags.test.ts` holds those places to this list.
  *
- * `--max-semi-space-size=32` (MiB; Node 20's default is 16): a larger young generation, so
- * fewer of the objects a batch allocates (rows read, events, folded states, write arrays) are
+ * `--max-semi-space-size=32` (MiB; Node 20's default is 16): a larger young generation, meant so
+ * that fewer of the objects a batch allocates (rows read, events, folded states, write arrays) are
  * still alive at a scavenge and get copied into the old generation, where only the slower
  * mark-compact frees them. Measured in the freshness benchmark at 5k events/s (bench/README.md,
  * Freshness): the stalls that set the visible p99 came with the collector's pauses, and this

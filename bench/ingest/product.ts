@@ -1,10 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { SERVICE_NODE_FLAGS } from '../../src/node-flags.js';
 import type { Cleanup } from '../support/cleanup.js';
 import { type MachineLoad, type MachineSample, cpuMs, machineLoad, peakRssKb, pidsNamed, rssKb, sampleMachine, totalCpuMs } from '../support/proc.js';
 import { NATS_URL } from '../support/scratch.js';
+import { mailtallyArgv } from '../support/service.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -65,7 +65,7 @@ export async function runIngestProcess(o: IngestRunOptions): Promise<IngestRunRe
     NODE_OPTIONS: '',
   };
   const spawnedAt = Date.now();
-  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...o.nodeArgs, 'bin/mailtally.js', 'serve', '--roles', 'ingest'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, mailtallyArgv(['serve', '--roles', 'ingest'], o.nodeArgs), { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const output: string[] = [];
   const keep = (chunk: Buffer) => {
     for (const line of chunk.toString('utf8').split('\n')) if (line.trim() !== '' && output.length < 200) output.push(line.slice(0, 500));

@@ -1,6 +1,6 @@
 import { type ChildProcess, fork, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { SERVICE_NODE_FLAGS } from '../../src/node-flags.js';
+import { mailtallyArgv } from '../support/service.js';
 import type { ReceiverReport } from './receiver.js';
 
 /** The benchmark's child processes: the receiver (IPC-driven) and the dispatcher (the real CLI). */
@@ -62,7 +62,7 @@ export class Receiver {
 export function startDispatcher(databaseUrl: string, env: Record<string, string> = {}, profileDir: string | null = null): ChildProcess {
   const node = (process.env['BENCH_DISPATCHER_NODE_ARGS'] ?? '').split(' ').filter((a) => a !== '');
   if (profileDir !== null) node.push('--cpu-prof', `--cpu-prof-dir=${profileDir}`);
-  return spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...node, 'bin/mailtally.js', 'serve', '--roles', 'dispatcher'], {
+  return spawn(process.execPath, mailtallyArgv(['serve', '--roles', 'dispatcher'], node), {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn', WEBHOOK_ALLOWLIST: '127.0.0.1/32', NODE_OPTIONS: '', ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
