@@ -1,10 +1,8 @@
 import { mkdirSync } from 'node:fs';
-import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import type { Config } from '../config.js';
 import { acquireDataDirLock } from './data-dir-lock.js';
-import { pgliteDialect } from './pglite-dialect.js';
 import type { Database } from './schema.js';
 
 /** A connected database: kysely for queries, plus what only one of the two drivers can do. */
@@ -48,6 +46,9 @@ export async function connectDb(config: Config['database'], opts: { application?
     return { kysely, kind: 'postgres', pool, listen: (channel, onNotify) => listenPg(config.url, channel, onNotify), close: () => kysely.destroy() };
   }
 
+  // Loaded only for the embedded database: PGlite and kysely-pglite (which brings a TypeScript
+  // loader with it) are megabytes of code a Postgres deployment never runs.
+  const [{ PGlite }, { pgliteDialect }] = await Promise.all([import('@electric-sql/pglite'), import('./pglite-dialect.js')]);
   mkdirSync(config.dataDir, { recursive: true });
   const unlock = acquireDataDirLock(config.dataDir);
   try {
