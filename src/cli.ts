@@ -1,12 +1,5 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.js';
-import { runDeadLetters } from './cli/dead-letters.js';
-import { runImport } from './cli/import.js';
-import { runKeysCreate } from './cli/keys.js';
-import { runMigrate } from './cli/migrate.js';
-import { runPublish } from './cli/publish.js';
-import { runReplay } from './cli/replay.js';
-import { runServe } from './cli/serve.js';
 
 /** The `mailtally` command. */
 
@@ -48,25 +41,26 @@ async function main(argv: string[]): Promise<number> {
     return command === undefined && !values.help ? 1 : 0;
   }
   const config = loadConfig();
+  // Each command's code is loaded when it runs: `serve` never loads the importer, nor a one-off command the service.
   switch (command) {
     case 'serve':
-      return runServe(config, values.roles);
+      return (await import('./cli/serve.js')).runServe(config, values.roles);
     case 'migrate':
-      return runMigrate(config);
+      return (await import('./cli/migrate.js')).runMigrate(config);
     case 'keys':
       if (rest[0] !== 'create') throw new UsageError('keys: the only subcommand is `keys create [--read-only]`');
-      return runKeysCreate(config, values['read-only']);
+      return (await import('./cli/keys.js')).runKeysCreate(config, values['read-only']);
     case 'publish':
-      return runPublish(config, requireFile(rest[0], 'publish'), { apiKeyId: values['api-key-id'], url: values.url });
+      return (await import('./cli/publish.js')).runPublish(config, requireFile(rest[0], 'publish'), { apiKeyId: values['api-key-id'], url: values.url });
     case 'import':
-      return runImport(config, requireFile(rest[0], 'import'), {
+      return (await import('./cli/import.js')).runImport(config, requireFile(rest[0], 'import'), {
         apiKeyId: values['api-key-id'],
         batchSize: values['batch-size'] !== undefined ? positiveInt(values['batch-size'], '--batch-size') : 5000,
       });
     case 'replay':
-      return runReplay(config, values.projection);
+      return (await import('./cli/replay.js')).runReplay(config, values.projection);
     case 'dead-letters':
-      return runDeadLetters(config, values.limit !== undefined ? positiveInt(values.limit, '--limit') : 100);
+      return (await import('./cli/dead-letters.js')).runDeadLetters(config, values.limit !== undefined ? positiveInt(values.limit, '--limit') : 100);
     default:
       throw new UsageError(`Unknown command "${command}"`);
   }

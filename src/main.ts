@@ -2,28 +2,23 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { type Db, connectDb } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
-import { registerHttpIngest } from './ingest/http-ingest.js';
-import { IngestWorkers } from './ingest/ingest-workers.js';
-import { type RunningIngest, runNatsIngest } from './ingest/nats-ingest.js';
+import type { RunningIngest } from './ingest/nats-ingest.js';
 import { AuthFailureLimiter } from './api/conventions/rate-limit.js';
-import { registerOpenApi } from './api/openapi.js';
-import { registerRestApi } from './api/register.js';
-import { READ_MODELS_CHANNEL, ResponseCache } from './api/response-cache.js';
-import { registerEventCallbackUrlRoutes } from './webhooks/routes/eventcallbackurl.js';
-import { WEBHOOK_OPENAPI_PATHS } from './webhooks/routes/openapi-paths.js';
-import { registerWebhookAdmin } from './webhooks/routes/webhook-admin.js';
 import { type MetricSource, registerMetrics } from './http/metrics.js';
 import { createServer } from './http/server.js';
 import { registerStatusRoute } from './http/status-route.js';
 import { KeyVerifier, countApiKeys, createApiKey, printableKey } from './keys/key-store.js';
 import type { Logger } from './logger.js';
 import { PROJECTIONS } from '../projections/index.js';
-import { Projector } from './projector/runner.js';
-import { replay } from './projector/replay.js';
+import type { Projector } from './projector/runner.js';
 import { ensureProjectionTables } from './projector/tables.js';
-import { Dispatcher } from './webhooks/dispatcher.js';
+import type { Dispatcher } from './webhooks/dispatcher.js';
 
-/** Composition root: config → db → nats → the roles asked for. */
+/**
+ * Composition root: config → db → nats → the roles asked for. Each role's code is loaded only
+ * when the role runs: a dispatcher process carries neither the API's routes nor the NATS
+ * client, an ingest process no HTTP client.
+ */
 
 export const ALL_ROLES = ['api', 'ingest', 'projector', 'dispatcher'] as const;
 export type Role = (typeof ALL_ROLES)[number];
@@ -70,6 +65,7 @@ export async function startService(config: Config, roles: readonly Role[], log: 
     if (roles.includes('projector')) {
       const plog = log.child({ role: 'projector' });
       if (stale.length > 0) {
+        const { replay } = await import('./projector/replay.js');
         plog.info({ projections: stale.map((p) => p.name) }, 'read models built by another version of their code: rebuilding');
         await replay(db, stale, {
           readBatch: config.projector.replayBatchSize,
@@ -79,6 +75,7 @@ export async function startService(config: Config, roles: readonly Role[], log: 
           catchUpBatch: config.projector.batchSize,
         });
       }
+      const { Projector } = await import('./projector/runner.js');
       const running = new Projector(db, PROJECTIONS, config.projector, plog);
       await running.start();
       projector = running;
@@ -87,6 +84,7 @@ export async function startService(config: Config, roles: readonly Role[], log: 
 
     let dispatcher: Dispatcher | null = null;
     if (roles.includes('dispatcher')) {
+      const { Dispatcher } = await import('./webhooks/dispatcher.js');
       const running = new Dispatcher(db, config.webhooks, log.child({ role: 'dispatcher' }));
       await running.start();
       dispatcher = running;
@@ -129,8 +127,16 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       roles,
       extra: () => ({ ...(ingest !== null ? { ingest: ingest.stats } : {}), ...(running !== null ? { projector: running.stats } : {}), ...(webhooks !== null ? { dispatcher: webhooks.stats } : {}) }),
     });
-    if (roles.includes('ingest')) registerHttpIngest(http, { db, verifier, authFailures });
+    if (roles.includes('ingest')) (await import('./ingest/http-ingest.js')).registerHttpIngest(http, { db, verifier, authFailures });
     if (roles.includes('api')) {
+      const [{ registerOpenApi }, { registerRestApi }, { READ_MODELS_CHANNEL, ResponseCache }, { registerEventCallbackUrlRoutes }, { WEBHOOK_OPENAPI_PATHS }, { registerWebhookAdmin }] = await Promise.all([
+        import('./api/openapi.js'),
+        import('./api/register.js'),
+        import('./api/response-cache.js'),
+        import('./webhooks/routes/eventcallbackurl.js'),
+        import('./webhooks/routes/openapi-paths.js'),
+        import('./webhooks/routes/webhook-admin.js'),
+      ]);
       const cache = new ResponseCache(config.api.cacheEntries, config.api.cacheTtlMs);
       if (cache.enabled) {
         const unlisten = await db.listen(READ_MODELS_CHANNEL, () => cache.invalidate());
@@ -164,7 +170,8 @@ export async function startService(config: Config, roles: readonly Role[], log: 
 
 /** NATS ingest, in this thread or (INGEST_WORKERS > 1) in worker threads. */
 async function startNatsIngest(config: Config, db: Db, log: Logger): Promise<RunningIngest> {
-  if (config.ingest.workers === 1) return runNatsIngest(config, db, log, 'mailtally-ingest');
+  if (config.ingest.workers === 1) return (await import('./ingest/nats-ingest.js')).runNatsIngest(config, db, log, 'mailtally-ingest');
+  const { IngestWorkers } = await import('./ingest/ingest-workers.js');
   const workers = new IngestWorkers(config, config.ingest.workers, log);
   await workers.start();
   return workers;
