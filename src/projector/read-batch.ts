@@ -2,7 +2,7 @@ import type { LogEvent } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
 import { byTimeThenId, EVENT_COLUMNS_TEXT, type EventSqlRow, type GroupKey, groupKeyOf, groupKeyString, toLogEvent } from './read-groups.js';
 import { arrayLiteral } from './sql-arrays.js';
-import { LogRead, run } from './statements.js';
+import { run, type Statement, statement } from './statements.js';
 
 export interface BatchRead {
   /** The last position read. */
@@ -22,7 +22,7 @@ export interface BatchRead {
  * touches.
  */
 export async function readBatch(db: Db, after: bigint, limit: number): Promise<BatchRead | null> {
-  const rows = await run<EventSqlRow>(db, batchStatement(limit).at(after), [String(after)]);
+  const rows = await run<EventSqlRow>(db, batchStatement(limit), [String(after)]);
   if (rows.length === 0) return null;
   const groups = new Map<string, LogEvent[]>();
   const keys: GroupKey[] = [];
@@ -52,7 +52,7 @@ export function collect(groups: Map<string, LogEvent[]>, e: LogEvent): boolean {
   return true;
 }
 
-const batchStatements = new Map<number, LogRead>();
+const batchStatements = new Map<number, Statement>();
 
 function checkedLimit(limit: number): number {
   if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`bad batch size ${limit}`);
@@ -61,12 +61,13 @@ function checkedLimit(limit: number): number {
 
 /**
  * The batch's events and every earlier event of the groups they touch; one statement text per
- * batch size (a literal, so that a generic plan still knows the batch is small).
+ * batch size (a literal, so that the plan knows the batch is small), planned for each call
+ * (see `planEachTime` in statements.ts).
  */
-function batchStatement(limit: number): LogRead {
+function batchStatement(limit: number): Statement {
   let s = batchStatements.get(limit);
   if (s === undefined) {
-    s = new LogRead(`
+    s = statement(`
       WITH b AS (SELECT position, type, api_key_id, message_id, campaign_id FROM events WHERE position > $1::text::bigint ORDER BY position LIMIT ${checkedLimit(limit)}),
       upto AS (SELECT max(position) AS p FROM b),
       m AS (SELECT DISTINCT api_key_id AS m_api_key_id, message_id AS m_message_id FROM b WHERE type <> 'campaign'),
@@ -75,7 +76,9 @@ function batchStatement(limit: number): LogRead {
         WHERE events.position <= (SELECT p FROM upto) AND events.type <> 'campaign'
       UNION ALL
       SELECT ${EVENT_COLUMNS_TEXT} FROM events JOIN c ON events.api_key_id = c_api_key_id AND events.campaign_id = c_campaign_id
-        WHERE events.position <= (SELECT p FROM upto) AND events.type = 'campaign'`);
+        WHERE events.position <= (SELECT p FROM upto) AND events.type = 'campaign'`,
+      { planEachTime: true },
+    );
     batchStatements.set(limit, s);
   }
   return s;
@@ -85,22 +88,22 @@ function batchStatement(limit: number): LogRead {
 export async function readEventsAfter(db: Db, after: bigint, limit: number): Promise<LogEvent[]> {
   let s = afterStatements.get(limit);
   if (s === undefined) {
-    s = new LogRead(`SELECT ${EVENT_COLUMNS_TEXT} FROM events WHERE position > $1::text::bigint ORDER BY position LIMIT ${checkedLimit(limit)}`);
+    s = statement(`SELECT ${EVENT_COLUMNS_TEXT} FROM events WHERE position > $1::text::bigint ORDER BY position LIMIT ${checkedLimit(limit)}`, { planEachTime: true });
     afterStatements.set(limit, s);
   }
-  return (await run<EventSqlRow>(db, s.at(after), [String(after)])).map(toLogEvent);
+  return (await run<EventSqlRow>(db, s, [String(after)])).map(toLogEvent);
 }
 
-const afterStatements = new Map<number, LogRead>();
+const afterStatements = new Map<number, Statement>();
 
-const HISTORY = new LogRead(`
+const HISTORY = statement(`
   SELECT ${EVENT_COLUMNS_TEXT} FROM events JOIN unnest($1::text::bigint[], $2::text::numeric[]) AS g(m_api_key_id, m_message_id)
     ON events.api_key_id = m_api_key_id AND events.message_id = m_message_id
     WHERE events.position <= $5::text::bigint AND events.type <> 'campaign'
   UNION ALL
   SELECT ${EVENT_COLUMNS_TEXT} FROM events JOIN unnest($3::text::bigint[], $4::text::bigint[]) AS g(c_api_key_id, c_campaign_id)
     ON events.api_key_id = c_api_key_id AND events.campaign_id = c_campaign_id
-    WHERE events.position <= $5::text::bigint AND events.type = 'campaign'`);
+    WHERE events.position <= $5::text::bigint AND events.type = 'campaign'`, { planEachTime: true });
 
 /** Every event of `keys`' groups up to `upTo`, by group key string, each sorted by (time, EventID). */
 export async function readGroupHistory(db: Db, keys: readonly GroupKey[], upTo: bigint): Promise<Map<string, LogEvent[]>> {
@@ -114,7 +117,7 @@ export async function readGroupHistory(db: Db, keys: readonly GroupKey[], upTo: 
     String(upTo),
   ];
   const groups = new Map<string, LogEvent[]>();
-  for (const r of await run<EventSqlRow>(db, HISTORY.at(upTo), params)) collect(groups, toLogEvent(r));
+  for (const r of await run<EventSqlRow>(db, HISTORY, params)) collect(groups, toLogEvent(r));
   for (const list of groups.values()) list.sort(byTimeThenId);
   return groups;
 }
