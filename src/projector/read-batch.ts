@@ -60,9 +60,8 @@ function checkedLimit(limit: number): number {
 }
 
 /**
- * The batch's events and every earlier event of the groups they touch; one statement text per
- * batch size (a literal, so that the plan knows the batch is small), planned for each call
- * (see `planEachTime` in statements.ts).
+ * The batch's events and every earlier event of the groups they touch, as a prepared statement
+ * per batch size (a literal, so that a generic plan still knows the batch is small).
  */
 function batchStatement(limit: number): Statement {
   let s = batchStatements.get(limit);
@@ -76,9 +75,7 @@ function batchStatement(limit: number): Statement {
         WHERE events.position <= (SELECT p FROM upto) AND events.type <> 'campaign'
       UNION ALL
       SELECT ${EVENT_COLUMNS_TEXT} FROM events JOIN c ON events.api_key_id = c_api_key_id AND events.campaign_id = c_campaign_id
-        WHERE events.position <= (SELECT p FROM upto) AND events.type = 'campaign'`,
-      { planEachTime: true },
-    );
+        WHERE events.position <= (SELECT p FROM upto) AND events.type = 'campaign'`);
     batchStatements.set(limit, s);
   }
   return s;
@@ -88,7 +85,7 @@ function batchStatement(limit: number): Statement {
 export async function readEventsAfter(db: Db, after: bigint, limit: number): Promise<LogEvent[]> {
   let s = afterStatements.get(limit);
   if (s === undefined) {
-    s = statement(`SELECT ${EVENT_COLUMNS_TEXT} FROM events WHERE position > $1::text::bigint ORDER BY position LIMIT ${checkedLimit(limit)}`, { planEachTime: true });
+    s = statement(`SELECT ${EVENT_COLUMNS_TEXT} FROM events WHERE position > $1::text::bigint ORDER BY position LIMIT ${checkedLimit(limit)}`);
     afterStatements.set(limit, s);
   }
   return (await run<EventSqlRow>(db, s, [String(after)])).map(toLogEvent);
@@ -103,7 +100,7 @@ const HISTORY = statement(`
   UNION ALL
   SELECT ${EVENT_COLUMNS_TEXT} FROM events JOIN unnest($3::text::bigint[], $4::text::bigint[]) AS g(c_api_key_id, c_campaign_id)
     ON events.api_key_id = c_api_key_id AND events.campaign_id = c_campaign_id
-    WHERE events.position <= $5::text::bigint AND events.type = 'campaign'`, { planEachTime: true });
+    WHERE events.position <= $5::text::bigint AND events.type = 'campaign'`);
 
 /** Every event of `keys`' groups up to `upTo`, by group key string, each sorted by (time, EventID). */
 export async function readGroupHistory(db: Db, keys: readonly GroupKey[], upTo: bigint): Promise<Map<string, LogEvent[]>> {
