@@ -38,7 +38,9 @@ export const REPLAY_LEASE_MS = 60_000;
 /**
  * Takes every lease in `names` for `owner` (none if one is held by another: returns the first
  * such name) and keeps them renewed every quarter of `ttlMs` until `release` is called. A
- * process that dies without releasing frees them once `ttlMs` has passed.
+ * process that dies without releasing frees them once `ttlMs` has passed. Renewals run one at a
+ * time, and `release` waits for the one in flight before deleting: a renewal landing after the
+ * delete would take the lease again for a whole `ttlMs`.
  */
 export async function holdLeases(
   db: Kysely<Database>,
@@ -57,14 +59,21 @@ export async function holdLeases(
     }
     held.push(name);
   }
+  let released = false;
+  let renewing: Promise<void> = Promise.resolve();
+  const renew = async () => {
+    for (const name of held) if (!released) await tryAcquireLease(db, name, owner, ttlMs).catch(() => {});
+  };
   const timer = setInterval(() => {
-    for (const name of held) void tryAcquireLease(db, name, owner, ttlMs).catch(() => {});
+    renewing = renewing.then(renew);
   }, ttlMs / 4);
   timer.unref();
   return {
     ok: true,
     release: async () => {
+      released = true;
       clearInterval(timer);
+      await renewing;
       await releaseAll();
     },
   };

@@ -105,6 +105,19 @@ describe.each(DIALECTS)('the event log on %s', (dialect) => {
     expect(await tryAcquireLease(db.kysely, 'replay:y', 'b', 60_000)).toBe(true);
   });
 
+  it('leaves the leases free once released, whatever renewal was on its way', async () => {
+    // Renewals every 5 ms, each a round trip: over 200 releases, some land while one is on its
+    // way. A renewal landing after the release's delete would hold the lease for its 20 ms
+    // lifetime (before the fix, every one of four runs on Postgres failed here).
+    for (let i = 0; i < 200; i++) {
+      const held = await holdLeases(db.kysely, ['release:x', 'release:y'], 'a', 20);
+      if (!held.ok) throw new Error(`lease taken: ${held.taken}`);
+      await new Promise((r) => setTimeout(r, (i % 6) + 1));
+      await held.release();
+      expect({ i, x: await leaseHolder(db.kysely, 'release:x'), y: await leaseHolder(db.kysely, 'release:y') }).toEqual({ i, x: null, y: null });
+    }
+  });
+
   it('stores dead letters once per NATS sequence, keeping the raw bytes', async () => {
     const raw = Buffer.from([0xff, 0x00, 0x7b]);
     const letter = { source: 'nats' as const, subject: 'mail.events.1.open', nats_seq: 77, message_key: 'S/77/1', api_key_id: '1', reason: 'body is not valid UTF-8', raw };
