@@ -58,7 +58,9 @@ describe('what a process loads', () => {
   it('each role loads its own code and not the others\u2019', async () => {
     const env = { DATABASE_URL: database.url, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
     const all = [API, DISPATCHER, PROJECTOR];
-    expect(loaded(await modulesLoaded('serve', 'dispatcher', env), all)).toEqual([DISPATCHER]);
+    const dispatcher = await modulesLoaded('serve', 'dispatcher', env);
+    expect(loaded(dispatcher, all)).toEqual([DISPATCHER]);
+    expect(loaded(dispatcher, ['/node_modules/undici/', '/node_modules/@nats-io/'])).toEqual(['/node_modules/undici/']);
     expect(loaded(await modulesLoaded('serve', 'api', env), all)).toEqual([API]);
     expect(loaded(await modulesLoaded('serve', 'projector', env), all)).toEqual([PROJECTOR]);
     expect(loaded(await modulesLoaded('serve', 'api,projector,dispatcher', env), all)).toEqual(all);
@@ -67,7 +69,9 @@ describe('what a process loads', () => {
     const stream = uniqueName('MT_LOADING').toUpperCase();
     try {
       const nats = { NATS_URL, NATS_STREAM: stream, NATS_SUBJECT_PREFIX: stream.toLowerCase() };
-      expect(loaded(await modulesLoaded('serve', 'ingest', { ...env, ...nats }), [NATS_INGEST, ...all])).toEqual([NATS_INGEST]);
+      const ingest = await modulesLoaded('serve', 'ingest', { ...env, ...nats });
+      expect(loaded(ingest, [NATS_INGEST, ...all])).toEqual([NATS_INGEST]);
+      expect(loaded(ingest, ['/node_modules/undici/', '/node_modules/@nats-io/'])).toEqual(['/node_modules/@nats-io/']);
     } finally {
       await deleteStreamQuietly(NATS_URL, stream);
     }
