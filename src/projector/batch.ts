@@ -63,13 +63,6 @@ export function foldBatch(read: BatchRead, cursors: readonly Cursor[]): Batch {
   return { to: read.last, events: read.events, deltas };
 }
 
-const groupObjects = new WeakMap<readonly LogEvent[], Group>();
-
 export function groupOf(key: GroupKey, events: readonly LogEvent[]): Group {
-  let g = groupObjects.get(events);
-  if (g === undefined) {
-    g = { kind: key.kind, apiKeyId: key.apiKeyId, id: key.id, events };
-    groupObjects.set(events, g);
-  }
-  return g;
+  return { kind: key.kind, apiKeyId: key.apiKeyId, id: key.id, events };
 }

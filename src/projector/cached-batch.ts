@@ -43,11 +43,12 @@ export async function computeCachedBatch(db: Db, cursors: readonly Cursor[], lim
     const earlier = cached?.events ?? history.get(id) ?? [];
     const all = [...earlier, ...events].sort(byTimeThenId);
     const after = groupOf(key, all);
+    const before = earlier.length > 0 ? groupOf(key, earlier) : null;
     for (const c of active) {
       if (!c.projection.groups.includes(key.kind)) continue;
-      if (earlier.length > 0) {
+      if (before !== null) {
         c.diff.side = 0;
-        c.projection.project(groupOf(key, earlier), c.diff);
+        c.projection.project(before, c.diff);
       }
       c.diff.side = 1;
       c.projection.project(after, c.diff);
