@@ -10,7 +10,9 @@ export interface CachedGroup {
  * What the live projector remembers of the groups it folded recently: their events, so that a
  * group gaining an event is not read from the log again (see `cached-batch.ts`). Only events
  * are kept, not what the projections made of them: that is many small objects per group, and
- * keeping them cost more in garbage collection than projecting the group again.
+ * keeping them cost more in garbage collection than projecting the group again. Nor anything
+ * tied to a cached events array by a weak map: it would live as long as the array does (the
+ * facts once did; `messageFacts` now memoizes on the group object, which each batch makes anew).
  *
  * Entries are only ever committed state: a batch's groups are put in after its write commits,
  * and the runner clears the cache whenever it cannot vouch for it (a failed write, a lease won
