@@ -6,6 +6,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { connect, headers } from '@nats-io/transport-node';
 import hdr from 'hdr-histogram-js';
 import pg from 'pg';
+import { PROJECTIONS } from '../projections/index.js';
 import { connectDb } from '../src/db/connect.js';
 import { migrateToLatest } from '../src/db/migrate.js';
 import { createApiKey } from '../src/keys/key-store.js';
@@ -374,7 +375,10 @@ async function stopProcess(child: ChildProcess): Promise<void> {
 /** Waits until every projection's checkpoint is at the log's head, then analyzes every table. */
 async function foldedAndAnalyzed(poll: pg.Client): Promise<void> {
   for (let i = 0; i < 3000; i++) {
-    const { rows } = await poll.query<{ behind: boolean }>("SELECT (SELECT min(position) FROM checkpoints WHERE name NOT LIKE 'webhooks%') < (SELECT max(position) FROM events) AS behind");
+    const { rows } = await poll.query<{ behind: boolean }>({
+      text: 'SELECT (SELECT min(position) FROM checkpoints WHERE name = ANY($1)) < (SELECT max(position) FROM events) AS behind',
+      values: [PROJECTIONS.map((p) => p.name)],
+    });
     if (rows[0]?.behind === false) {
       await poll.query('ANALYZE');
       return;

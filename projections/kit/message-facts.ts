@@ -103,7 +103,7 @@ const FACTS = Symbol('facts');
  * Facts of a message group, memoized on the group object (every projection reads the same),
  * so they live exactly as long as it does. (A weak map keyed by the group kept them alive
  * through young-generation collections, which then promoted them: the live projector's old
- * generation filled faster and its mark-compacts, each a stall, came more often.)
+ * generation filled with them and its mark-compacts, each a stall, paused longer.)
  */
 export function messageFacts(group: Group): MessageFacts {
   const holder = group as Group & { [FACTS]?: MessageFacts };
