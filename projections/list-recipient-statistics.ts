@@ -11,7 +11,7 @@ import type { Group, Output, Projection } from './kit/types.js';
  */
 export const listRecipientStatistics: Projection = {
   name: 'list-recipient-statistics',
-  version: 1,
+  version: 2,
   groups: ['message'],
   tables: [
     {

@@ -10,7 +10,7 @@ import type { Group, Output, Projection } from './kit/types.js';
  */
 export const openInformation: Projection = {
   name: 'open-information',
-  version: 2,
+  version: 3,
   groups: ['message'],
   tables: [
     {

@@ -56,7 +56,7 @@ const CLICK_DELAY = 16;
 
 export const statcounters: Projection = {
   name: 'statcounters',
-  version: 1,
+  version: 2,
   groups: ['message'],
   tables: [
     {

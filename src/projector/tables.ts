@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { ColumnSpec, Projection, TableSpec } from '../../projections/kit/types.js';
 import type { Database } from '../db/schema.js';
-import { SQL_RECORD_TYPES } from './sql-types.js';
+import { SQL_COLUMN_TYPES } from './sql-types.js';
 
 /**
  * DDL of the read-model tables, from the projection files' table specs. Live tables carry the
@@ -34,7 +34,7 @@ export function sumByKeySql(spec: Extract<TableSpec, { kind: 'counters' }>, sour
 }
 
 function columnDdl(c: ColumnSpec, isSum: boolean): string {
-  return `${c.name} ${SQL_RECORD_TYPES[c.type]}${c.nullable === true ? '' : ' NOT NULL'}${isSum ? ' DEFAULT 0' : ''}`;
+  return `${c.name} ${SQL_COLUMN_TYPES[c.type]}${c.nullable === true ? '' : ' NOT NULL'}${isSum ? ' DEFAULT 0' : ''}`;
 }
 
 function indexName(table: string, columns: readonly string[]): string {

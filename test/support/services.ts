@@ -25,13 +25,16 @@ export function reachable(url: string, defaultPort: number, timeoutMs = 1500): P
 
 export const uniqueName = (prefix: string): string => `${prefix}_${randomBytes(5).toString('hex')}`;
 
-/** A fresh database for one test file; `drop()` removes it (and kills its sessions). */
-export async function createTestDatabase(): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
+/**
+ * A fresh database for one test file; `drop()` removes it (and kills its sessions). `options`
+ * are appended to CREATE DATABASE (e.g. a template and a locale).
+ */
+export async function createTestDatabase(options = ''): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
   const name = uniqueName('mt_test');
   const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE ${name}`);
+    await admin.query(`CREATE DATABASE ${name} ${options}`);
   } finally {
     await admin.end();
   }
