@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECTIONS } from '../../projections/index.js';
 import { type Db, connectDb } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
+import { replay } from '../../src/projector/replay.js';
 import { allColumns, ensureProjectionTables } from '../../src/projector/tables.js';
 import { DIALECTS, openMigratedDb } from '../support/databases.js';
 import { createTestDatabase } from '../support/services.js';
@@ -45,6 +46,11 @@ describe.each(DIALECTS)('read-model text on %s', (dialect) => {
     const columns = await textColumnCollations(db);
     expect(columns.length).toBeGreaterThan(40);
     expect(columns.filter((c) => c.collation !== 'C')).toEqual([]);
+  });
+
+  it.each(['sql', 'fold'] as const)('stays so in the tables a rebuild (%s) swaps in', async (engine) => {
+    await replay(db, PROJECTIONS, { readBatch: 1000, catchUpBatch: 1000, engine });
+    expect((await textColumnCollations(db)).filter((c) => c.collation !== 'C')).toEqual([]);
   });
 });
 
