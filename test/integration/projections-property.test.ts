@@ -1,11 +1,8 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECTIONS } from '../../projections/index.js';
-import type { Db } from '../../src/db/connect.js';
+import { describe, expect, it } from 'vitest';
 import { appendEvents } from '../../src/log/append.js';
 import { logHead } from '../../src/log/read.js';
-import { ensureProjectionTables } from '../../src/projector/tables.js';
-import { DIALECTS, openMigratedDb } from '../support/databases.js';
+import { DIALECTS, readModelDb } from '../support/databases.js';
 import { caughtUp, logRows, NO_DIFFERENCES, startProjector, verifyAgainstReplay } from '../support/projections.js';
 import { batchesOf, eventSetArb } from '../unit/projections/arbitraries.js';
 
@@ -29,18 +26,10 @@ const tenantsOfRun = (): string[] => {
 };
 
 describe.each(DIALECTS)('read models equal a replay whatever the batches and restarts, on %s', (dialect) => {
-  let db: Db;
-  let cleanup: () => Promise<void>;
-
-  beforeAll(async () => {
-    ({ db, cleanup } = await openMigratedDb(dialect));
-    await ensureProjectionTables(db.kysely, PROJECTIONS);
-  });
-  afterAll(async () => {
-    await cleanup();
-  });
+  const dbOf = readModelDb(dialect);
 
   it('random events, random batch cuts, projector stopped and replaced at a random point', async () => {
+    const db = dbOf();
     await fc.assert(
       fc.asyncProperty(
         eventSetArb,

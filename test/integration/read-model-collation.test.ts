@@ -5,7 +5,7 @@ import { type Db, connectDb } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { replay } from '../../src/projector/replay.js';
 import { allColumns, ensureProjectionTables } from '../../src/projector/tables.js';
-import { DIALECTS, openMigratedDb } from '../support/databases.js';
+import { DIALECTS, readModelDb } from '../support/databases.js';
 import { createTestDatabase } from '../support/services.js';
 
 /**
@@ -31,26 +31,17 @@ async function textColumnCollations(db: Db): Promise<{ column: string; collation
 }
 
 describe.each(DIALECTS)('read-model text on %s', (dialect) => {
-  let db: Db;
-  let cleanup: () => Promise<void>;
-
-  beforeAll(async () => {
-    ({ db, cleanup } = await openMigratedDb(dialect));
-    await ensureProjectionTables(db.kysely, PROJECTIONS);
-  });
-  afterAll(async () => {
-    await cleanup();
-  });
+  const dbOf = readModelDb(dialect);
 
   it('is declared COLLATE "C" in every read-model table', async () => {
-    const columns = await textColumnCollations(db);
+    const columns = await textColumnCollations(dbOf());
     expect(columns.length).toBeGreaterThan(40);
     expect(columns.filter((c) => c.collation !== 'C')).toEqual([]);
   });
 
   it.each(['sql', 'fold'] as const)('stays so in the tables a rebuild (%s) swaps in', async (engine) => {
-    await replay(db, PROJECTIONS, { readBatch: 1000, catchUpBatch: 1000, engine });
-    expect((await textColumnCollations(db)).filter((c) => c.collation !== 'C')).toEqual([]);
+    await replay(dbOf(), PROJECTIONS, { readBatch: 1000, catchUpBatch: 1000, engine });
+    expect((await textColumnCollations(dbOf())).filter((c) => c.collation !== 'C')).toEqual([]);
   });
 });
 

@@ -1,11 +1,9 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { PROJECTIONS } from '../../projections/index.js';
-import type { Db } from '../../src/db/connect.js';
 import { appendEvents } from '../../src/log/append.js';
 import { replay } from '../../src/projector/replay.js';
-import { ensureProjectionTables } from '../../src/projector/tables.js';
-import { DIALECTS, openMigratedDb } from '../support/databases.js';
+import { DIALECTS, readModelDb } from '../support/databases.js';
 import { logRows, NO_DIFFERENCES } from '../support/projections.js';
 import { D0, UA_CHROME, UA_MAIL } from '../unit/projections/scenarios/common.js';
 
@@ -90,18 +88,10 @@ const eventSetArb: fc.Arbitrary<Tagged[]> = fc.tuple(fc.array(messageArb, { minL
 let run = 0;
 
 describe.each(DIALECTS)('a rebuild by set-based SQL equals the fold, on %s', (dialect) => {
-  let db: Db;
-  let cleanup: () => Promise<void>;
-
-  beforeAll(async () => {
-    ({ db, cleanup } = await openMigratedDb(dialect));
-    await ensureProjectionTables(db.kysely, PROJECTIONS);
-  });
-  afterAll(async () => {
-    await cleanup();
-  });
+  const dbOf = readModelDb(dialect);
 
   it('events at the same second, messages whose events disagree, campaign metadata', async () => {
+    const db = dbOf();
     await fc.assert(
       fc.asyncProperty(eventSetArb, async (events) => {
         run += 1;

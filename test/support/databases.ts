@@ -1,8 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
+import { PROJECTIONS } from '../../projections/index.js';
 import { type Db, connectDb } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
+import { ensureProjectionTables } from '../../src/projector/tables.js';
 import { createTestDatabase } from './services.js';
 
 /** The two databases the log must work on: real Postgres and embedded PGlite. */
@@ -36,5 +39,25 @@ export async function openMigratedDb(dialect: Dialect): Promise<{ db: Db; url: s
       await new Promise((r) => setTimeout(r, 500));
       rmSync(dataDir, { recursive: true, force: true });
     },
+  };
+}
+
+/**
+ * For the tests of one describe block: a new migrated database with every read-model table,
+ * opened before them and removed after them. The getter returns it once it is open.
+ */
+export function readModelDb(dialect: Dialect): () => Db {
+  let db: Db | null = null;
+  let cleanup: () => Promise<void> = async () => {};
+  beforeAll(async () => {
+    ({ db, cleanup } = await openMigratedDb(dialect));
+    await ensureProjectionTables(db.kysely, PROJECTIONS);
+  });
+  afterAll(async () => {
+    await cleanup();
+  });
+  return () => {
+    if (db === null) throw new Error('the read-model database is opened before the tests (beforeAll)');
+    return db;
   };
 }
