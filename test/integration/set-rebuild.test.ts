@@ -104,5 +104,6 @@ describe.each(DIALECTS)('a rebuild by set-based SQL equals the fold, on %s', (di
       // The log keeps every run's events: once a run fails, later ones (shrinking's) fail too, so the first counterexample is reported as it is.
       { numRuns: dialect === 'postgres' ? 40 : 15, endOnFailure: true },
     );
-  });
+    // Two rebuilds per run over a log that keeps growing: 13–35 s alone, up to a minute beside the rest of the suite on a slow day.
+  }, 180_000);
 });
