@@ -68,8 +68,18 @@ export interface ReplayReport {
   /** Times the counter totals were spilled to the database (Postgres; see `counter-spill.ts`). */
   spills: number;
   /** verify mode: per table, rows only in the live table and rows only in the rebuilt one. */
-  differences?: Record<string, { onlyLive: number; onlyRebuilt: number }>;
+  differences?: Record<string, TableDifference>;
 }
+
+/** Rows only in the live table and only in the rebuilt one; where there are any, a few of each (`samples`). */
+export interface TableDifference {
+  onlyLive: number;
+  onlyRebuilt: number;
+  samples?: { live: Record<string, unknown>[]; rebuilt: Record<string, unknown>[] };
+}
+
+/** Rows of each side shown per differing table. */
+const DIFFERENCE_SAMPLES = 5;
 
 /**
  * Rebuilds read models from position 0 without disturbing the live tables: every event is read
@@ -152,15 +162,19 @@ async function foldShadows(
   }
 }
 
-async function compareWithLive(db: Db, tables: readonly TableSpec[]): Promise<Record<string, { onlyLive: number; onlyRebuilt: number }>> {
-  const differences: Record<string, { onlyLive: number; onlyRebuilt: number }> = {};
+async function compareWithLive(db: Db, tables: readonly TableSpec[]): Promise<Record<string, TableDifference>> {
+  const differences: Record<string, TableDifference> = {};
   for (const t of tables) {
     const shadow = t.name + SHADOW;
+    const only = (a: string, b: string) => `SELECT * FROM ${a} EXCEPT ALL SELECT * FROM ${b}`;
     const count = async (a: string, b: string) => {
-      const { rows } = await sql<{ n: bigint }>`SELECT count(*) AS n FROM (SELECT * FROM ${sql.raw(a)} EXCEPT ALL SELECT * FROM ${sql.raw(b)}) d`.execute(db.kysely);
+      const { rows } = await sql<{ n: bigint }>`SELECT count(*) AS n FROM (${sql.raw(only(a, b))}) d`.execute(db.kysely);
       return Number(rows[0]?.n ?? 0);
     };
-    differences[t.name] = { onlyLive: await count(t.name, shadow), onlyRebuilt: await count(shadow, t.name) };
+    const sample = async (a: string, b: string) => (await sql<Record<string, unknown>>`${sql.raw(only(a, b))} LIMIT ${DIFFERENCE_SAMPLES}`.execute(db.kysely)).rows;
+    const d: TableDifference = { onlyLive: await count(t.name, shadow), onlyRebuilt: await count(shadow, t.name) };
+    if (d.onlyLive + d.onlyRebuilt > 0) d.samples = { live: await sample(t.name, shadow), rebuilt: await sample(shadow, t.name) };
+    differences[t.name] = d;
     await sql.raw(`DROP TABLE ${shadow}`).execute(db.kysely);
   }
   return differences;

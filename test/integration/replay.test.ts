@@ -72,6 +72,21 @@ describe.each(DIALECTS)('replay on %s', (dialect) => {
     expect(report.rows).toBeGreaterThan(100);
   });
 
+  // A live row that went wrong is counted on both sides and shown as it is on each.
+  it('shows a few of the rows that differ, live and rebuilt', async () => {
+    const before = await sql<{ n: string }>`SELECT count(*)::text AS n FROM geo_stats`.execute(db.kysely);
+    expect(Number(before.rows[0]?.n)).toBeGreaterThan(0);
+    await sql`UPDATE geo_stats SET country = 'XX' WHERE ctid = (SELECT min(ctid) FROM geo_stats WHERE country <> 'XX')`.execute(db.kysely);
+    const report = await replay(db, PROJECTIONS.filter((p) => p.name === 'geo'), { readBatch: 13, catchUpBatch: 100, mode: 'verify' });
+    const geo = report.differences?.['geo_stats'];
+    expect(geo).toMatchObject({ onlyLive: 1, onlyRebuilt: 1 });
+    expect(geo?.samples?.live.map((r) => r['country'])).toEqual(['XX']);
+    expect(geo?.samples?.rebuilt).toHaveLength(1);
+    expect(geo?.samples?.rebuilt[0]?.['country']).not.toBe('XX');
+    // The verify run left the live table as it was: put the row back with a real rebuild.
+    await replay(db, PROJECTIONS.filter((p) => p.name === 'geo'), { readBatch: 13, catchUpBatch: 100 });
+  });
+
   // On Postgres the counter totals spill to the database past a bound; spilled or not, the same tables.
   if (dialect === 'postgres') it('gives the live tables when its counter totals spill to the database, and leaves no spill behind', async () => {
     const spilled = await replay(db, PROJECTIONS, { readBatch: 13, catchUpBatch: 100, mode: 'verify', counterEntries: 25, engine: 'fold' });
