@@ -31,7 +31,17 @@ export async function computeCachedBatch(db: Db, cursors: readonly Cursor[], lim
   const added = new Map<string, LogEvent[]>();
   const keys: GroupKey[] = [];
   for (const e of fresh) if (collect(added, e)) keys.push(groupKeyOf(e));
-  const misses = keys.filter((k) => !cache.has(groupKeyString(k)));
+  // Each group's earlier events: from the cache, taken before anything else is awaited (the
+  // runner's lease timer clears the cache when a lease is won or lost, maybe while the history
+  // below is being read), or else from the log.
+  const cachedEvents = new Map<string, readonly LogEvent[]>();
+  const misses: GroupKey[] = [];
+  for (const key of keys) {
+    const id = groupKeyString(key);
+    const cached = cache.get(id);
+    if (cached === undefined) misses.push(key);
+    else cachedEvents.set(id, cached.events);
+  }
   const history = misses.length > 0 ? await readGroupHistory(db, misses, position) : new Map<string, LogEvent[]>();
 
   const active = cursors.map((c) => ({ projection: c.projection, delta: new Delta(c.projection), diff: new GroupDiff(c.projection) }));
@@ -39,8 +49,7 @@ export async function computeCachedBatch(db: Db, cursors: readonly Cursor[], lim
   for (const key of keys) {
     const id = groupKeyString(key);
     const events = added.get(id) ?? [];
-    const cached = cache.get(id);
-    const earlier = cached?.events ?? history.get(id) ?? [];
+    const earlier = cachedEvents.get(id) ?? history.get(id) ?? [];
     const all = [...earlier, ...events].sort(byTimeThenId);
     const after = groupOf(key, all);
     const before = earlier.length > 0 ? groupOf(key, earlier) : null;

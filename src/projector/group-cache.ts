@@ -16,7 +16,9 @@ export interface CachedGroup {
  *
  * Entries are only ever committed state: a batch's groups are put in after its write commits,
  * and the runner clears the cache whenever it cannot vouch for it (a failed write, a lease won
- * or lost, projections at different checkpoints). The least recently folded groups go past
+ * or lost, projections at different checkpoints). A clear can come while a batch is being read
+ * (the lease timer runs beside the batch loop): a batch takes the entries it uses before it
+ * reads anything more (`cached-batch.ts`). The least recently folded groups go past
  * `maxGroups`; a group of more than `maxEvents` events is not kept (it is read when it comes
  * back). `maxGroups` 0 turns the cache off.
  */
