@@ -61,6 +61,8 @@ export interface CheckpointsTable {
   name: string;
   position: Int8;
   updated_at: DefaultTimestamp;
+  /** A projection's: the version of the code its read models were built by (migration 0006). */
+  version: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 export interface LeasesTable {

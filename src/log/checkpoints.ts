@@ -41,6 +41,26 @@ export async function ensureCheckpoints(db: Kysely<Database>, names: readonly st
 }
 
 /**
+ * Creates the projections' missing checkpoints at 0 with their code's version, and records the
+ * version where none is yet (see migration 0006); a recorded one is left as it is.
+ */
+export async function ensureProjectionCheckpoints(db: Kysely<Database>, projections: readonly { name: string; version: number }[]): Promise<void> {
+  if (projections.length === 0) return;
+  await db
+    .insertInto('checkpoints')
+    .values(projections.map((p) => ({ name: p.name, position: 0n, version: p.version })))
+    .onConflict((oc) => oc.column('name').doUpdateSet({ version: sql`excluded.version` }).where('checkpoints.version', 'is', null))
+    .execute();
+}
+
+/** The version recorded with each of the named checkpoints that has one, by name. */
+export async function readCheckpointVersions(db: Kysely<Database>, names: readonly string[]): Promise<Map<string, number>> {
+  if (names.length === 0) return new Map();
+  const rows = await db.selectFrom('checkpoints').select(['name', 'version']).where('name', 'in', names).where('version', 'is not', null).execute();
+  return new Map(rows.map((r) => [r.name, r.version as number]));
+}
+
+/**
  * Moves several checkpoints to `next` in one statement, each only from its expected position.
  * Returns how many moved: fewer than asked means another runner moved one (roll back).
  */

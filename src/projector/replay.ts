@@ -364,12 +364,14 @@ async function swap(db: Db, projections: readonly Projection[], position: bigint
     await sql.raw(`LOCK TABLE ${live.join(', ')} IN ACCESS EXCLUSIVE MODE`).execute(trx);
     for (const p of projections) {
       // Holding the checkpoint row makes a live runner's compare-and-set wait, then fail.
-      await sql`INSERT INTO checkpoints (name, position) VALUES (${p.name}, 0) ON CONFLICT (name) DO NOTHING`.execute(trx);
+      await sql`INSERT INTO checkpoints (name, position, version) VALUES (${p.name}, 0, ${p.version}) ON CONFLICT (name) DO NOTHING`.execute(trx);
       await sql`SELECT position FROM checkpoints WHERE name = ${p.name} FOR UPDATE`.execute(trx);
     }
     for (const p of projections) {
       for (const t of p.tables) await execAll(trx, swapStatements(t));
-      await sql`UPDATE checkpoints SET position = ${position}, updated_at = now() WHERE name = ${p.name}`.execute(trx);
+      // With the version of the code that built the tables: a live runner of another version
+      // can no longer write to them (its compare-and-set fails; see runner.ts).
+      await sql`UPDATE checkpoints SET position = ${position}, version = ${p.version}, updated_at = now() WHERE name = ${p.name}`.execute(trx);
       await sql`
         INSERT INTO projections (name, version, built_at) VALUES (${p.name}, ${p.version}, now())
         ON CONFLICT (name) DO UPDATE SET version = excluded.version, built_at = excluded.built_at`.execute(trx);

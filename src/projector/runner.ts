@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Projection } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
 import { describeError, isTransientDbError } from '../db/errors.js';
-import { ensureCheckpoints, readCheckpoints } from '../log/checkpoints.js';
+import { ensureProjectionCheckpoints, readCheckpoints, readCheckpointVersions } from '../log/checkpoints.js';
 import { releaseLease, tryAcquireLease } from '../log/leases.js';
 import type { Logger } from '../logger.js';
 import { type Batch, computeBatch, type Cursor } from './batch.js';
@@ -26,6 +26,11 @@ export interface ProjectorOptions {
 export interface ProjectorStats {
   /** Projections this runner holds the lease of. */
   held: string[];
+  /**
+   * Projections whose read models were rebuilt by another version of their code (a rolling
+   * upgrade's new process, or a rollback's old one): this runner no longer applies them.
+   */
+  superseded: string[];
   batches: number;
   events: number;
   errors: number;
@@ -48,8 +53,9 @@ class CheckpointMoved extends Error {
  */
 export class Projector {
   readonly owner = `projector-${randomUUID()}`;
-  readonly stats: ProjectorStats = { held: [], batches: 0, events: 0, errors: 0, cacheHits: 0, cacheMisses: 0 };
+  readonly stats: ProjectorStats = { held: [], superseded: [], batches: 0, events: 0, errors: 0, cacheHits: 0, cacheMisses: 0 };
   readonly #held = new Set<string>();
+  readonly #superseded = new Set<string>();
   readonly #wakeup: Wakeup;
   #stopped = false;
   #loop: Promise<void> | null = null;
@@ -70,7 +76,7 @@ export class Projector {
   }
 
   async start(): Promise<void> {
-    await ensureCheckpoints(this.db.kysely, this.projections.map((p) => p.name));
+    await ensureProjectionCheckpoints(this.db.kysely, this.projections);
     await this.#wakeup.start();
     await this.#renewLeases();
     this.#leaseTimer = setInterval(() => {
@@ -104,6 +110,10 @@ export class Projector {
         this.#forget();
         failures += 1;
         this.stats.errors += 1;
+        if (err instanceof CheckpointMoved && (await this.#letGoOfSuperseded().catch(() => false))) {
+          failures = 0;
+          continue;
+        }
         if (err instanceof CheckpointMoved && failures === 1) {
           // Someone else moved it (a rebuild's swap, a runner that held the lease before): start over from there.
           this.log.info({ err: describeError(err) }, 'projection checkpoint moved; continuing from it');
@@ -154,7 +164,9 @@ export class Projector {
           if (!worked && quiet && (await this.#checkpointsWentBack(held))) continue;
           break;
         }
-        const moves = cursors.filter((c) => batch.deltas.has(c.projection.name)).map((c) => ({ name: c.projection.name, expected: c.position }));
+        const moves = cursors
+          .filter((c) => batch.deltas.has(c.projection.name))
+          .map((c) => ({ name: c.projection.name, expected: c.position, version: c.projection.version }));
         for (const m of moves) this.#positions.set(m.name, batch.to);
         if ('entries' in batch && this.#cache.generation === generation) this.#cache.putAll((batch as CachedBatch).entries);
         writing = this.#write(batch, moves);
@@ -175,7 +187,7 @@ export class Projector {
     return worked;
   }
 
-  async #write(batch: Batch, moves: { name: string; expected: bigint }[]): Promise<void> {
+  async #write(batch: Batch, moves: { name: string; expected: bigint; version: number }[]): Promise<void> {
     if (!(await writeDeltas(this.db, [...batch.deltas.values()], '', { moves, to: batch.to }))) throw new CheckpointMoved(moves.map((m) => m.name).join(', '));
     this.stats.cacheHits = this.#cache.hits;
     this.stats.cacheMisses = this.#cache.misses;
@@ -200,6 +212,30 @@ export class Projector {
     return true;
   }
 
+  /**
+   * After a write found a checkpoint moved: true if some held projection's read models now
+   * record another version of its code than this runner's (a rebuild by that version swapped
+   * them in). This runner then lets go of those projections for good: folding with other code
+   * than built the tables would corrupt them, and the process of that version applies them.
+   */
+  async #letGoOfSuperseded(): Promise<boolean> {
+    const held = this.projections.filter((p) => this.#held.has(p.name));
+    const recorded = await readCheckpointVersions(this.db.kysely, held.map((p) => p.name));
+    const superseded = held.filter((p) => recorded.has(p.name) && recorded.get(p.name) !== p.version);
+    for (const p of superseded) {
+      this.#superseded.add(p.name);
+      this.#held.delete(p.name);
+      await releaseLease(this.db.kysely, leaseName(p.name), this.owner).catch(() => {});
+      this.log.error(
+        { projection: p.name, version: p.version, rebuiltBy: recorded.get(p.name) },
+        'read models rebuilt by another version of their code: this process no longer applies them (upgrade or stop it)',
+      );
+    }
+    this.stats.held = [...this.#held];
+    this.stats.superseded = [...this.#superseded];
+    return superseded.length > 0;
+  }
+
   /** Positions and cached groups are read again from the database before the next batch. */
   #forget(): void {
     this.#positions.clear();
@@ -217,6 +253,7 @@ export class Projector {
   async #renewLeases(): Promise<void> {
     if (this.#stopped) return;
     for (const p of this.projections) {
+      if (this.#superseded.has(p.name)) continue;
       try {
         const ok = await tryAcquireLease(this.db.kysely, leaseName(p.name), this.owner, this.options.leaseMs);
         if (ok && !this.#held.has(p.name)) {

@@ -8,9 +8,12 @@ import { SQL_RECORD_TYPES } from './sql-types.js';
 import { run, type Statement, statement } from './statements.js';
 import { allColumns } from './tables.js';
 
-/** Checkpoints a write moves, each only from the position its batch started at. */
+/**
+ * Checkpoints a write moves, each only from the position its batch started at, and only if the
+ * read models were built by the version of the code that folded the batch.
+ */
 export interface CheckpointMoves {
-  readonly moves: readonly { readonly name: string; readonly expected: bigint }[];
+  readonly moves: readonly { readonly name: string; readonly expected: bigint; readonly version: number }[];
   readonly to: bigint;
 }
 
@@ -19,8 +22,9 @@ export interface CheckpointMoves {
  * columns) and those a retraction brings to zero deleted; a group's rows upserted, and those it
  * no longer has deleted — and moves the checkpoints, all in ONE statement of data-modifying
  * CTEs: one round trip, atomic on its own. The checkpoints are locked and compared first; if
- * one is not where the batch expects (another runner moved it), nothing is written and the
- * result is false.
+ * one is not where the batch expects (another runner moved it), or records another version of
+ * the projection's code (a rebuild by a newer or older version swapped its tables in), nothing
+ * is written and the result is false.
  *
  * A write that moves checkpoints (the live projector's) commits without waiting for its WAL to
  * reach the disk (`synchronous_commit = off` for its own transaction): read models are derived
@@ -84,7 +88,12 @@ export function writeQuery(deltas: readonly Delta[], suffix: string, checkpoints
   const moves = checkpoints?.moves ?? [];
   const params: string[] = [];
   if (moves.length > 0) {
-    params.push(arrayLiteral('text', moves.map((m) => m.name)), arrayLiteral('bigint', moves.map((m) => String(m.expected))), String(checkpoints?.to ?? 0n));
+    params.push(
+      arrayLiteral('text', moves.map((m) => m.name)),
+      arrayLiteral('bigint', moves.map((m) => String(m.expected))),
+      arrayLiteral('integer', moves.map((m) => String(m.version))),
+      String(checkpoints?.to ?? 0n),
+    );
   }
   for (const part of parts) params.push(...part.arrays);
   return { statement: writeStatement(parts, suffix, moves.length), params };
@@ -160,9 +169,12 @@ function writeText(parts: readonly Pick<Part, 'kind' | 'spec'>[], suffix: string
   if (moves > 0) {
     const names = param('text');
     const expected = param('bigint');
+    const versions = param('integer');
     const to = `$${++n}::text::bigint`;
+    // A checkpoint with no version recorded (made before migration 0006) takes any.
     ctes.push(
-      `cp AS (SELECT c.name FROM checkpoints c JOIN unnest(${names}, ${expected}) AS m(name, expected) ON c.name = m.name AND c.position = m.expected FOR UPDATE OF c)`,
+      `cp AS (SELECT c.name FROM checkpoints c JOIN unnest(${names}, ${expected}, ${versions}) AS m(name, expected, version)
+        ON c.name = m.name AND c.position = m.expected AND (c.version IS NULL OR c.version = m.version) FOR UPDATE OF c)`,
       `ok AS (SELECT count(*) = ${moves} AS ok FROM cp)`,
       `moved AS (UPDATE checkpoints c SET position = ${to}, updated_at = now() FROM cp WHERE c.name = cp.name AND ${ok})`,
     );

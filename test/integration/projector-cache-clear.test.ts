@@ -2,7 +2,7 @@ import type { CompiledQuery } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECTIONS } from '../../projections/index.js';
 import type { Db } from '../../src/db/connect.js';
-import { ensureCheckpoints, readCheckpoints } from '../../src/log/checkpoints.js';
+import { ensureProjectionCheckpoints, readCheckpoints } from '../../src/log/checkpoints.js';
 import type { Cursor } from '../../src/projector/batch.js';
 import { computeCachedBatch } from '../../src/projector/cached-batch.js';
 import { GroupCache } from '../../src/projector/group-cache.js';
@@ -26,7 +26,7 @@ describe.each(DIALECTS)('a group cache cleared while a batch reads the log, on %
   beforeAll(async () => {
     ({ db, cleanup } = await openMigratedDb(dialect));
     await ensureProjectionTables(db.kysely, PROJECTIONS);
-    await ensureCheckpoints(db.kysely, PROJECTIONS.map((p) => p.name));
+    await ensureProjectionCheckpoints(db.kysely, PROJECTIONS);
   });
   afterAll(async () => {
     await cleanup();
@@ -62,7 +62,7 @@ async function foldAndWrite(db: Db, cache: GroupCache): Promise<void> {
   const generation = cache.generation;
   const batch = await computeCachedBatch(db, cursors, 1000, cache);
   if (batch === null) throw new Error('no batch');
-  const moves = cursors.map((c) => ({ name: c.projection.name, expected: c.position }));
+  const moves = cursors.map((c) => ({ name: c.projection.name, expected: c.position, version: c.projection.version }));
   expect(await writeDeltas(db, [...batch.deltas.values()], '', { moves, to: batch.to })).toBe(true);
   if (cache.generation === generation) cache.putAll(batch.entries);
 }

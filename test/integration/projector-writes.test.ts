@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_KEY, bigints, col } from '../../projections/kit/columns.js';
 import type { Projection } from '../../projections/kit/types.js';
 import type { Db } from '../../src/db/connect.js';
-import { ensureCheckpoints } from '../../src/log/checkpoints.js';
+import { ensureProjectionCheckpoints } from '../../src/log/checkpoints.js';
 import { Delta } from '../../src/projector/contribution.js';
 import { arrayLiteral } from '../../src/projector/sql-arrays.js';
 import { run, statement } from '../../src/projector/statements.js';
@@ -42,7 +42,7 @@ describe.each(DIALECTS)('projector writes on %s', (dialect) => {
   beforeAll(async () => {
     ({ db, cleanup } = await openMigratedDb(dialect));
     await ensureProjectionTables(db.kysely, [probe]);
-    await ensureCheckpoints(db.kysely, [probe.name]);
+    await ensureProjectionCheckpoints(db.kysely, [probe]);
   });
   afterAll(async () => {
     await cleanup();
@@ -65,10 +65,10 @@ describe.each(DIALECTS)('projector writes on %s', (dialect) => {
   });
 
   it('writes a batch and moves its checkpoint in one statement, or nothing when the checkpoint moved', async () => {
-    const moved = await writeDeltas(db, [delta([['a', [2, 1], [5]]], [['100', 'first', true]])], '', { moves: [{ name: probe.name, expected: 0n }], to: 10n });
+    const moved = await writeDeltas(db, [delta([['a', [2, 1], [5]]], [['100', 'first', true]])], '', { moves: [{ name: probe.name, expected: 0n, version: probe.version }], to: 10n });
     expect(moved).toBe(true);
     // A second runner's batch, computed from position 0 too, must not apply.
-    const late = await writeDeltas(db, [delta([['a', [7, 7], [9]]], [['101', 'late', false]])], '', { moves: [{ name: probe.name, expected: 0n }], to: 12n });
+    const late = await writeDeltas(db, [delta([['a', [7, 7], [9]]], [['101', 'late', false]])], '', { moves: [{ name: probe.name, expected: 0n, version: probe.version }], to: 12n });
     expect(late).toBe(false);
     expect(await tableRows(db, 'probe_counts')).toEqual([{ api_key_id: '1', label: 'a', n: '2', m: '1', top: '5' }]);
     expect(await tableRows(db, 'probe_rows')).toEqual([{ api_key_id: '1', message_id: '100', note: 'first', flag: true }]);
@@ -76,9 +76,20 @@ describe.each(DIALECTS)('projector writes on %s', (dialect) => {
     expect(cp.position).toBe(10n);
   });
 
+  it("writes nothing when the read models record another version of the projection's code", async () => {
+    await sql`UPDATE checkpoints SET position = 15 WHERE name = ${probe.name}`.execute(db.kysely);
+    const before = [await tableRows(db, 'probe_counts'), await tableRows(db, 'probe_rows')];
+    // A batch folded by an older (or newer) version of the code, from where the checkpoint is.
+    const other = await writeDeltas(db, [delta([['z', [1, 1], [1]]], [['199', 'other', true]])], '', { moves: [{ name: probe.name, expected: 15n, version: probe.version + 1 }], to: 16n });
+    expect(other).toBe(false);
+    expect([await tableRows(db, 'probe_counts'), await tableRows(db, 'probe_rows')]).toEqual(before);
+    const cp = await db.kysely.selectFrom('checkpoints').select(['position', 'version']).where('name', '=', probe.name).executeTakeFirstOrThrow();
+    expect(cp).toEqual({ position: 15n, version: probe.version });
+  });
+
   it('adds to counters, deletes the rows a retraction empties, replaces and deletes rows', async () => {
     await sql`UPDATE checkpoints SET position = 20 WHERE name = ${probe.name}`.execute(db.kysely);
-    await writeDeltas(db, [delta([['b', [1, 0], [3]]], [['102', null, false]])], '', { moves: [{ name: probe.name, expected: 20n }], to: 21n });
+    await writeDeltas(db, [delta([['b', [1, 0], [3]]], [['102', null, false]])], '', { moves: [{ name: probe.name, expected: 20n, version: probe.version }], to: 21n });
     const ok = await writeDeltas(
       db,
       [
@@ -93,7 +104,7 @@ describe.each(DIALECTS)('projector writes on %s', (dialect) => {
         ),
       ],
       '',
-      { moves: [{ name: probe.name, expected: 21n }], to: 22n },
+      { moves: [{ name: probe.name, expected: 21n, version: probe.version }], to: 22n },
     );
     expect(ok).toBe(true);
     expect(await tableRows(db, 'probe_counts')).toEqual([
@@ -105,7 +116,7 @@ describe.each(DIALECTS)('projector writes on %s', (dialect) => {
 
   it('commits a write that moves checkpoints without waiting for the disk, for its own transaction only', async () => {
     await sql`UPDATE checkpoints SET position = 30 WHERE name = ${probe.name}`.execute(db.kysely);
-    const { statement: live, params } = writeQuery([delta([['d', [1, 1], [1]]])], '', { moves: [{ name: probe.name, expected: 30n }], to: 31n });
+    const { statement: live, params } = writeQuery([delta([['d', [1, 1], [1]]])], '', { moves: [{ name: probe.name, expected: 30n, version: probe.version }], to: 31n });
     // One connection throughout: the setting must end with the write's transaction, or the
     // appends that run on this connection next would not wait for the disk either.
     const seen = await db.kysely.connection().execute(async (conn) => {

@@ -1,0 +1,90 @@
+import { type Kysely, sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROJECTIONS } from '../../projections/index.js';
+import type { Projection } from '../../projections/kit/types.js';
+import type { Db } from '../../src/db/connect.js';
+import { down as migrationDown, up as migrationUp } from '../../src/db/migrations/0006-checkpoint-versions.js';
+import { ensureProjectionCheckpoints } from '../../src/log/checkpoints.js';
+import { replay } from '../../src/projector/replay.js';
+import type { Projector } from '../../src/projector/runner.js';
+import { ensureProjectionTables } from '../../src/projector/tables.js';
+import { DIALECTS, openMigratedDb } from '../support/databases.js';
+import { sampleEvents } from '../support/events.js';
+import { waitFor } from '../support/harness.js';
+import { append, caughtUp, NO_DIFFERENCES, startProjector, verifyAgainstReplay } from '../support/projections.js';
+
+/**
+ * A rolling upgrade: a projector of the old version keeps running while a process of the new
+ * version rebuilds the read models and swaps them in. From then on the old runner must not fold
+ * into them (its code is not the code that built them): its writes fail their compare-and-set,
+ * it lets go of the projections for good, and a runner of the new version takes them over.
+ *
+ * The "old version" here projects nothing, so a batch it still applied after the swap would move
+ * the checkpoints past events without their contributions, and the tables would differ from a
+ * replay.
+ */
+const OLD: readonly Projection[] = PROJECTIONS.map((p) => ({ ...p, version: p.version - 1, project: () => {} }));
+
+describe.each(DIALECTS)('a projector of an older version beside a rebuild by the new one, on %s', (dialect) => {
+  let db: Db;
+  let cleanup: () => Promise<void>;
+  const runners: Projector[] = [];
+
+  beforeAll(async () => {
+    ({ db, cleanup } = await openMigratedDb(dialect));
+  });
+  afterAll(async () => {
+    for (const r of runners) await r.stop();
+    await cleanup();
+  });
+
+  it('lets go of the rebuilt read models; the new version takes them over and the tables equal a replay', async () => {
+    // The old version built the tables and is caught up.
+    expect(await ensureProjectionTables(db.kysely, OLD)).toEqual([]);
+    for (let m = 0; m < 10; m++) await append(db, '1', sampleEvents(String(300 + m), 1_433_333_949 + m * 97));
+    const old = await startProjector(db, { leaseMs: 1000 }, OLD);
+    runners.push(old);
+    await caughtUp(db, OLD);
+    expect(old.stats.held).toHaveLength(PROJECTIONS.length);
+
+    // The new version's process rebuilds every read model while the old runner runs.
+    await replay(db, PROJECTIONS, { readBatch: 1000, catchUpBatch: 1000 });
+    for (let m = 10; m < 20; m++) await append(db, '1', sampleEvents(String(300 + m), 1_433_333_949 + m * 97));
+    await waitFor('the old runner to let go of every projection', async () => old.stats.superseded.length === PROJECTIONS.length, 20_000);
+    expect(old.stats.held).toEqual([]);
+
+    const current = await startProjector(db, { leaseMs: 1000 });
+    runners.push(current);
+    await caughtUp(db);
+    expect(current.stats.held).toHaveLength(PROJECTIONS.length);
+    expect(await verifyAgainstReplay(db)).toEqual(NO_DIFFERENCES);
+    // The old runner does not take them back.
+    expect(old.stats.held).toEqual([]);
+  }, 120_000);
+});
+
+describe.each(DIALECTS)('migration 0006 on %s', (dialect) => {
+  let db: Db;
+  let cleanup: () => Promise<void>;
+
+  beforeAll(async () => {
+    ({ db, cleanup } = await openMigratedDb(dialect));
+  });
+  afterAll(async () => {
+    await cleanup();
+  });
+
+  it('records with each projection checkpoint already there the version of the code that built its read models', async () => {
+    await ensureProjectionTables(db.kysely, OLD);
+    await ensureProjectionCheckpoints(db.kysely, OLD);
+    await sql`INSERT INTO checkpoints (name, position) VALUES ('webhooks', 7)`.execute(db.kysely);
+    // A database from before the migration: no versions with the checkpoints.
+    const kysely = db.kysely as unknown as Kysely<unknown>;
+    await migrationDown(kysely);
+    await migrationUp(kysely);
+    const { rows } = await sql<{ name: string; version: number | null }>`SELECT name, version FROM checkpoints ORDER BY name`.execute(db.kysely);
+    expect(rows).toEqual(
+      [...OLD.map((p) => ({ name: p.name, version: p.version })), { name: 'webhooks', version: null }].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+    );
+  });
+});
