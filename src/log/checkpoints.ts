@@ -30,7 +30,7 @@ export async function listCheckpoints(db: Kysely<Database>): Promise<{ name: str
   return db.selectFrom('checkpoints').select(['name', 'position', 'updated_at']).orderBy('name').execute();
 }
 
-/** Creates missing checkpoints at 0 (so `advanceCheckpoints` has rows to compare against). */
+/** Creates missing checkpoints at 0 (so that a compare-and-set finds rows to compare against). */
 export async function ensureCheckpoints(db: Kysely<Database>, names: readonly string[]): Promise<void> {
   if (names.length === 0) return;
   await db
@@ -58,17 +58,4 @@ export async function readCheckpointVersions(db: Kysely<Database>, names: readon
   if (names.length === 0) return new Map();
   const rows = await db.selectFrom('checkpoints').select(['name', 'version']).where('name', 'in', names).where('version', 'is not', null).execute();
   return new Map(rows.map((r) => [r.name, r.version as number]));
-}
-
-/**
- * Moves several checkpoints to `next` in one statement, each only from its expected position.
- * Returns how many moved: fewer than asked means another runner moved one (roll back).
- */
-export async function advanceCheckpoints(db: Kysely<Database>, moves: readonly { name: string; expected: bigint }[], next: bigint): Promise<number> {
-  const json = JSON.stringify(moves.map((m) => ({ name: m.name, expected: String(m.expected) })));
-  const result = await sql`
-    UPDATE checkpoints AS c SET position = ${next}, updated_at = now()
-    FROM json_to_recordset(${json}) AS d(name text, expected bigint)
-    WHERE c.name = d.name AND c.position = d.expected`.execute(db);
-  return Number(result.numAffectedRows ?? 0n);
 }
