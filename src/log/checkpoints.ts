@@ -41,15 +41,20 @@ export async function ensureCheckpoints(db: Kysely<Database>, names: readonly st
 }
 
 /**
- * Creates the projections' missing checkpoints at 0 with their code's version, and records the
- * version where none is yet (see migration 0006); a recorded one is left as it is.
+ * Creates the projections' missing checkpoints at 0, and records with each that has no version
+ * yet the version of the code its read models were built by, as `projections` holds it (see
+ * migration 0006): a runner of other code then finds its first write refused.
  */
-export async function ensureProjectionCheckpoints(db: Kysely<Database>, projections: readonly { name: string; version: number }[]): Promise<void> {
-  if (projections.length === 0) return;
+export async function ensureProjectionCheckpoints(db: Kysely<Database>, names: readonly string[]): Promise<void> {
+  if (names.length === 0) return;
+  await ensureCheckpoints(db, names);
   await db
-    .insertInto('checkpoints')
-    .values(projections.map((p) => ({ name: p.name, position: 0n, version: p.version })))
-    .onConflict((oc) => oc.column('name').doUpdateSet({ version: sql`excluded.version` }).where('checkpoints.version', 'is', null))
+    .updateTable('checkpoints')
+    .from('projections')
+    .set((eb) => ({ version: eb.ref('projections.version') }))
+    .whereRef('projections.name', '=', 'checkpoints.name')
+    .where('checkpoints.version', 'is', null)
+    .where('checkpoints.name', 'in', names)
     .execute();
 }
 

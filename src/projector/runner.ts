@@ -10,7 +10,7 @@ import { type Batch, computeBatch, type Cursor } from './batch.js';
 import { type CachedBatch, computeCachedBatch } from './cached-batch.js';
 import { GroupCache } from './group-cache.js';
 import { EVENTS_CHANNEL, Wakeup } from '../log/wakeup.js';
-import { writeDeltas } from './write-delta.js';
+import { type CheckpointMoves, writeDeltas } from './write-delta.js';
 
 export interface ProjectorOptions {
   /** Events per batch. */
@@ -76,7 +76,7 @@ export class Projector {
   }
 
   async start(): Promise<void> {
-    await ensureProjectionCheckpoints(this.db.kysely, this.projections);
+    await ensureProjectionCheckpoints(this.db.kysely, this.projections.map((p) => p.name));
     await this.#wakeup.start();
     await this.#renewLeases();
     this.#leaseTimer = setInterval(() => {
@@ -187,7 +187,7 @@ export class Projector {
     return worked;
   }
 
-  async #write(batch: Batch, moves: { name: string; expected: bigint; version: number }[]): Promise<void> {
+  async #write(batch: Batch, moves: CheckpointMoves['moves']): Promise<void> {
     if (!(await writeDeltas(this.db, [...batch.deltas.values()], '', { moves, to: batch.to }))) throw new CheckpointMoved(moves.map((m) => m.name).join(', '));
     this.stats.cacheHits = this.#cache.hits;
     this.stats.cacheMisses = this.#cache.misses;

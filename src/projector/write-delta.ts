@@ -171,7 +171,7 @@ function writeText(parts: readonly Pick<Part, 'kind' | 'spec'>[], suffix: string
     const expected = param('bigint');
     const versions = param('integer');
     const to = `$${++n}::text::bigint`;
-    // A checkpoint with no version recorded (made before migration 0006) takes any.
+    // A checkpoint with no version recorded (its projection has no row in `projections`) takes any.
     ctes.push(
       `cp AS (SELECT c.name FROM checkpoints c JOIN unnest(${names}, ${expected}, ${versions}) AS m(name, expected, version)
         ON c.name = m.name AND c.position = m.expected AND (c.version IS NULL OR c.version = m.version) FOR UPDATE OF c)`,

@@ -22,7 +22,8 @@ import { type ClaimedDelivery, OUTBOX_CHANNEL, directPositions } from './outbox.
  */
 
 export const WEBHOOKS_CHECKPOINT = 'webhooks';
-const LEASE_NAME = 'webhooks:fanout';
+/** The lease of the one process that fans the log out into the outbox. */
+export const FAN_OUT_LEASE = 'webhooks:fanout';
 
 export interface FanOutOptions {
   readonly batchSize: number;
@@ -168,7 +169,7 @@ export class FanOut {
     await this.#wakeup.stop();
     await this.#prefetch?.rows.catch(() => {});
     this.#prefetch = null;
-    if (this.stats.held) await releaseLease(this.db.kysely, LEASE_NAME, this.owner).catch(() => {});
+    if (this.stats.held) await releaseLease(this.db.kysely, FAN_OUT_LEASE, this.owner).catch(() => {});
     this.stats.held = false;
   }
 
@@ -335,7 +336,7 @@ export class FanOut {
   async #renewLease(): Promise<void> {
     if (this.#stopped) return;
     try {
-      const ok = await tryAcquireLease(this.db.kysely, LEASE_NAME, this.owner, this.options.leaseMs);
+      const ok = await tryAcquireLease(this.db.kysely, FAN_OUT_LEASE, this.owner, this.options.leaseMs);
       if (ok && !this.stats.held) {
         this.log.info('webhook fan-out lease acquired');
         this.#open.clear();

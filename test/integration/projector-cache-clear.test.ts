@@ -1,14 +1,13 @@
 import type { CompiledQuery } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { PROJECTIONS } from '../../projections/index.js';
 import type { Db } from '../../src/db/connect.js';
 import { ensureProjectionCheckpoints, readCheckpoints } from '../../src/log/checkpoints.js';
 import type { Cursor } from '../../src/projector/batch.js';
 import { computeCachedBatch } from '../../src/projector/cached-batch.js';
 import { GroupCache } from '../../src/projector/group-cache.js';
-import { ensureProjectionTables } from '../../src/projector/tables.js';
 import { writeDeltas } from '../../src/projector/write-delta.js';
-import { DIALECTS, openMigratedDb } from '../support/databases.js';
+import { DIALECTS, readModelDb } from '../support/databases.js';
 import { sampleEvents } from '../support/events.js';
 import { append, NO_DIFFERENCES, verifyAgainstReplay } from '../support/projections.js';
 
@@ -20,19 +19,11 @@ import { append, NO_DIFFERENCES, verifyAgainstReplay } from '../support/projecti
  * batch's events alone).
  */
 describe.each(DIALECTS)('a group cache cleared while a batch reads the log, on %s', (dialect) => {
-  let db: Db;
-  let cleanup: () => Promise<void>;
-
-  beforeAll(async () => {
-    ({ db, cleanup } = await openMigratedDb(dialect));
-    await ensureProjectionTables(db.kysely, PROJECTIONS);
-    await ensureProjectionCheckpoints(db.kysely, PROJECTIONS);
-  });
-  afterAll(async () => {
-    await cleanup();
-  });
+  const dbOf = readModelDb(dialect);
 
   it('changes nothing in the batch: the tables end equal to a replay', async () => {
+    const db = dbOf();
+    await ensureProjectionCheckpoints(db.kysely, PROJECTIONS.map((p) => p.name));
     const ofType = (messageId: string, time: number, ...types: string[]) => sampleEvents(messageId, time).filter((e) => types.includes(String(e['event'])));
     const cache = new GroupCache(1000);
     // Batch 1: messages 701 and 702 sent; their groups go into the cache.

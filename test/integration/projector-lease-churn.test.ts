@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { PROJECTIONS } from '../../projections/index.js';
 import type { Db } from '../../src/db/connect.js';
 import { leaseName } from '../../src/projector/runner.js';
-import { DIALECTS, openMigratedDb } from '../support/databases.js';
+import { DIALECTS, readModelDb } from '../support/databases.js';
 import { sampleEvents } from '../support/events.js';
 import { seededRng } from '../../bench/support/generate.js';
 import { append, caughtUp, NO_DIFFERENCES, startProjector, verifyAgainstReplay } from '../support/projections.js';
@@ -17,17 +17,10 @@ import { append, caughtUp, NO_DIFFERENCES, startProjector, verifyAgainstReplay }
  * clean replay.
  */
 describe.each(DIALECTS)('projector under lease churn on %s', (dialect) => {
-  let db: Db;
-  let cleanup: () => Promise<void>;
-
-  beforeAll(async () => {
-    ({ db, cleanup } = await openMigratedDb(dialect));
-  });
-  afterAll(async () => {
-    await cleanup();
-  });
+  const dbOf = readModelDb(dialect);
 
   it('one runner, its leases taken for a moment over and over: ends equal to a replay', async () => {
+    const db = dbOf();
     const random = seededRng(20_261_126);
     const projector = await startProjector(db, { leaseMs: 300, batchSize: 8, pollMs: 20 });
     let steals = 0;
@@ -53,6 +46,7 @@ describe.each(DIALECTS)('projector under lease churn on %s', (dialect) => {
   }, 120_000);
 
   it('two runners, leases handed from one to the other over and over: ends equal to a replay', async () => {
+    const db = dbOf();
     const random = seededRng(20_261_127);
     const runners = [await startProjector(db, { leaseMs: 300, batchSize: 8, pollMs: 20 }), await startProjector(db, { leaseMs: 300, batchSize: 8, pollMs: 20 })];
     let handovers = 0;

@@ -42,7 +42,7 @@ describe.each(DIALECTS)('projector writes on %s', (dialect) => {
   beforeAll(async () => {
     ({ db, cleanup } = await openMigratedDb(dialect));
     await ensureProjectionTables(db.kysely, [probe]);
-    await ensureProjectionCheckpoints(db.kysely, [probe]);
+    await ensureProjectionCheckpoints(db.kysely, [probe.name]);
   });
   afterAll(async () => {
     await cleanup();

@@ -2,13 +2,13 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seededRng } from '../../../bench/support/generate.js';
 import type { Db } from '../../../src/db/connect.js';
-import { connectDb } from '../../../src/db/connect.js';
 import type { Dispatcher } from '../../../src/webhooks/dispatcher.js';
+import { FAN_OUT_LEASE as LEASE } from '../../../src/webhooks/fan-out.js';
 import { openMigratedDb } from '../../support/databases.js';
 import { waitFor } from '../../support/harness.js';
 import { append } from '../../support/projections.js';
 import { WebhookReceiver } from '../../support/webhook-receiver.js';
-import { hook, outboxEmpty, startDispatcher } from './fixture.js';
+import { dispatchersWithOwnPools, hook, outboxEmpty } from './fixture.js';
 
 /**
  * The fan-out's lease passed back and forth between two dispatchers (each with its own pool, as
@@ -17,33 +17,27 @@ import { hook, outboxEmpty, startDispatcher } from './fixture.js';
  * checkpoint; each loss and each win resets a fan-out's open batches and position from its
  * lease timer. Every event still reaches its Version 1 and its Version 2 URL.
  */
-const LEASE = 'webhooks:fanout';
 let db: Db;
+let url: string | null;
 let cleanup: () => Promise<void>;
-const pools: Db[] = [];
-const dispatchers: Dispatcher[] = [];
+let dispatchers: Dispatcher[] = [];
+let stopDispatchers: () => Promise<void> = async () => {};
 let receiver: WebhookReceiver;
 
 beforeAll(async () => {
-  ({ db, cleanup } = await openMigratedDb('postgres'));
+  ({ db, url, cleanup } = await openMigratedDb('postgres'));
   receiver = await WebhookReceiver.start(() => ({ status: 200 }));
 });
 afterAll(async () => {
-  for (const d of dispatchers) await d.stop();
-  for (const p of pools) await p.close();
+  await stopDispatchers();
   await receiver?.close();
   await cleanup?.();
 });
 
 describe('webhook fan-out under lease churn', () => {
   it('delivers every event, to Version 1 and Version 2 URLs', async () => {
-    const url = (db.pool?.options as { connectionString?: string } | undefined)?.connectionString;
-    if (url === undefined) throw new Error('no connection string');
-    for (let i = 0; i < 2; i++) {
-      const own = await connectDb({ kind: 'postgres', url, poolSize: 4 });
-      pools.push(own);
-      dispatchers.push(await startDispatcher(own, { leaseMs: 300, batchWindowMs: 50, fanOutBatchSize: 20 }));
-    }
+    if (url === null) throw new Error('no connection string');
+    ({ dispatchers, stop: stopDispatchers } = await dispatchersWithOwnPools(url, 2, { leaseMs: 300, batchWindowMs: 50, fanOutBatchSize: 20 }));
     await hook(db, '61', { EventType: 'click', Url: receiver.url('/v1') });
     await hook(db, '62', { EventType: 'click', Url: receiver.url('/v2'), Version: 2 });
 

@@ -1,4 +1,4 @@
-import type { Db } from '../../../src/db/connect.js';
+import { connectDb, type Db } from '../../../src/db/connect.js';
 import { readCheckpoint } from '../../../src/log/checkpoints.js';
 import { logHead } from '../../../src/log/read.js';
 import { createCallbackUrl } from '../../../src/webhooks/callback-url-store.js';
@@ -29,6 +29,31 @@ export async function startDispatcher(db: Db, options: Partial<DispatcherOptions
   const d = new Dispatcher(db, { ...FAST, ...options }, quietLogger());
   await d.start();
   return d;
+}
+
+/**
+ * `count` dispatchers on the Postgres database at `url`, each with a connection pool of its own,
+ * as that many processes would be; `stop` stops them and closes their pools.
+ */
+export async function dispatchersWithOwnPools(
+  url: string,
+  count: number,
+  options: Partial<DispatcherOptions> = {},
+): Promise<{ dispatchers: Dispatcher[]; stop: () => Promise<void> }> {
+  const pools: Db[] = [];
+  const dispatchers: Dispatcher[] = [];
+  for (let i = 0; i < count; i++) {
+    const own = await connectDb({ kind: 'postgres', url, poolSize: 4 });
+    pools.push(own);
+    dispatchers.push(await startDispatcher(own, options));
+  }
+  return {
+    dispatchers,
+    stop: async () => {
+      for (const d of dispatchers) await d.stop();
+      for (const p of pools) await p.close();
+    },
+  };
 }
 
 /** Creates a callback URL and returns its id and signing secret. */

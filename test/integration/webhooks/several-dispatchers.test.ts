@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../../src/db/connect.js';
-import { connectDb } from '../../../src/db/connect.js';
 import type { Dispatcher } from '../../../src/webhooks/dispatcher.js';
 import { openMigratedDb } from '../../support/databases.js';
 import { waitFor } from '../../support/harness.js';
 import { append } from '../../support/projections.js';
 import { WebhookReceiver } from '../../support/webhook-receiver.js';
-import { hook, outboxEmpty, startDispatcher } from './fixture.js';
+import { dispatchersWithOwnPools, hook, outboxEmpty } from './fixture.js';
 
 /**
  * Three dispatchers on one database, each with its own connection pool, as three processes
@@ -14,31 +13,26 @@ import { hook, outboxEmpty, startDispatcher } from './fixture.js';
  */
 
 let db: Db;
+let url: string | null;
 let cleanup: () => Promise<void>;
-const extra: Db[] = [];
-const dispatchers: Dispatcher[] = [];
+let dispatchers: Dispatcher[] = [];
+let stopDispatchers: () => Promise<void> = async () => {};
 let receiver: WebhookReceiver;
 
 beforeAll(async () => {
-  ({ db, cleanup } = await openMigratedDb('postgres'));
+  ({ db, url, cleanup } = await openMigratedDb('postgres'));
   receiver = await WebhookReceiver.start(() => ({ status: 200, delayMs: 2 }));
 });
 afterAll(async () => {
-  for (const d of dispatchers) await d.stop();
-  for (const d of extra) await d.close();
+  await stopDispatchers();
   await receiver?.close();
   await cleanup?.();
 });
 
 describe('several dispatchers', () => {
   it('share the work without sending anything twice', async () => {
-    const url = (db.pool?.options as { connectionString?: string } | undefined)?.connectionString;
-    if (url === undefined) throw new Error('no connection string');
-    for (let i = 0; i < 3; i++) {
-      const own = await connectDb({ kind: 'postgres', url, poolSize: 4 });
-      extra.push(own);
-      dispatchers.push(await startDispatcher(own, { urlConcurrency: 2, concurrency: 8 }));
-    }
+    if (url === null) throw new Error('no connection string');
+    ({ dispatchers, stop: stopDispatchers } = await dispatchersWithOwnPools(url, 3, { urlConcurrency: 2, concurrency: 8 }));
     const tenants = ['41', '42', '43', '44', '45'];
     for (const t of tenants) await hook(db, t, { EventType: 'click', Url: receiver.url(`/t${t}`) });
     for (const t of tenants) {
