@@ -105,7 +105,11 @@ export type TableSpec =
 /**
  * Where a projection puts a group's contribution. Arrays follow the table spec's column order;
  * the projector may keep them as they are, so a projection does not change an array after
- * passing it (passing the same one for several rows is fine).
+ * passing it (passing the same one for several rows is fine). For one group, a projection
+ * emits each key of a table at most once, and the same keys in the same order when the group
+ * has gained events that change none of them: the live projector compares a group's rows
+ * before and after a batch by position while they agree (`src/projector/group-diff.ts`; a
+ * unit test holds every projection to the first rule, and the second only saves work).
  */
 export interface Output {
   /** Counter tables: add `sums` (and offer `maxes` / `mins`) under `keys`. */

@@ -74,13 +74,14 @@ export class Contribution implements Output {
 
 /** Changes to apply to one projection's tables. */
 export class Delta {
-  readonly counters = new Map<string, Map<string, CounterEntry>>();
+  /** Indexed: a batch's groups add to the same rows (a tenant's and a campaign's counters) again and again. */
+  readonly counters = new Map<string, IndexedEntries>();
   readonly deletes = new Map<string, Map<string, readonly Value[]>>();
   readonly upserts = new Map<string, Map<string, RowEntry>>();
 
   constructor(readonly projection: Projection) {
     for (const t of projection.tables) {
-      if (t.kind === 'counters') this.counters.set(t.name, new Map());
+      if (t.kind === 'counters') this.counters.set(t.name, new IndexedEntries());
       else {
         this.deletes.set(t.name, new Map());
         this.upserts.set(t.name, new Map());

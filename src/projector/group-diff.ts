@@ -1,17 +1,15 @@
 import type { Output, Projection, Value } from '../../projections/kit/types.js';
-import { type CounterEntry, type Delta, keyOf, pick, sameValues } from './contribution.js';
+import { type Delta, type IndexedEntries, keyOf, pick, sameValues } from './contribution.js';
 
-/** One counter key of one group: what the group contributed before the batch and after it. */
+/** One counter key of one group, matched by key: what the group contributed before the batch and after it. */
 interface CounterChange {
   readonly keys: readonly Value[];
-  before: number[] | null;
-  after: number[] | null;
-  beforeMaxes: Value[];
-  afterMaxes: Value[];
-  beforeMins: Value[];
-  afterMins: Value[];
-  /** Whether `before` / `after` are copies of ours (else the projection's arrays, shared, read-only). */
-  owned: number;
+  before: readonly number[] | null;
+  after: readonly number[] | null;
+  beforeMaxes: readonly Value[];
+  afterMaxes: readonly Value[];
+  beforeMins: readonly Value[];
+  afterMins: readonly Value[];
 }
 
 interface RowChange {
@@ -20,68 +18,91 @@ interface RowChange {
   after: readonly Value[] | null;
 }
 
-const OWN_BEFORE = 1;
-const OWN_AFTER = 2;
+/** A counter row as a projection emitted it. */
+interface Emission {
+  table: string;
+  keys: readonly Value[];
+  sums: readonly number[];
+  maxes: readonly Value[];
+  mins: readonly Value[];
+}
+
 const NONE: Value[] = [];
 
 /**
- * A projection's output for one group, before the batch (side 0) and after it (side 1), in one
- * map per table, then written into the projection's `Delta` as the difference: counter rows
- * add `after - before` (a row that newly contributes only zeros, or whose sums and one-way
- * bounds did not change, is left out; a row the group no longer contributes to is retracted),
- * a group's row tables get the rows that changed upserted and the rows it no longer has
- * deleted. One instance per projection is reused for every group of a batch.
+ * A projection's output for one group, before the batch (side 0) and after it (side 1), then
+ * written into the projection's `Delta` as the difference: counter rows add `after - before`
+ * (a row that newly contributes only zeros, or whose sums and one-way bounds did not change, is
+ * left out; a row the group no longer contributes to is retracted), a group's row tables get the
+ * rows that changed upserted and the rows it no longer has deleted. One instance per projection
+ * is reused for every group of a batch.
+ *
+ * Counter rows are matched by position first: a projection folding a group that gained events
+ * emits the same keys in the same order as before, and then the i-th row after the batch is
+ * compared with the i-th before, with no key string built for a row that did not change. From
+ * the first row that does not match, the rest of both sides are matched by key. Rows after the
+ * last one before are new. This relies on a projection emitting each key of a table at most once
+ * per group (`Output`); a test holds every projection to it.
  */
 export class GroupDiff implements Output {
   side: 0 | 1 = 1;
-  readonly #counters = new Map<string, Map<string, CounterChange>>();
+  readonly #counterTables: ReadonlySet<string>;
+  /** Side 0's counter rows in order, and how many there are. */
+  readonly #before: Emission[] = [];
+  #beforeCount = 0;
+  /** Side 1's counter rows matched with side 0's of the same index: how many, and their values. */
+  readonly #after: Emission[] = [];
+  #matched = 0;
+  /** Side 1's rows past the end of side 0 (new keys). */
+  readonly #added: Emission[] = [];
+  #addedCount = 0;
+  /** After a row that does not match: the rest of both sides, by table and key. */
+  #unmatched = false;
+  readonly #byKey = new Map<string, Map<string, CounterChange>>();
   readonly #rows = new Map<string, Map<string, RowChange>>();
 
   constructor(readonly projection: Projection) {
+    const counters = new Set<string>();
     for (const t of projection.tables) {
-      if (t.kind === 'counters') this.#counters.set(t.name, new Map());
-      else this.#rows.set(t.name, new Map());
+      if (t.kind === 'counters') {
+        counters.add(t.name);
+        this.#byKey.set(t.name, new Map());
+      } else this.#rows.set(t.name, new Map());
     }
+    this.#counterTables = counters;
   }
 
   add(table: string, keys: readonly Value[], sums: readonly number[], maxes: readonly Value[] = NONE, mins: readonly Value[] = NONE): void {
-    const entries = this.#counters.get(table);
-    if (entries === undefined) throw new Error(`${this.projection.name}: no counter table ${table}`);
-    const key = keyOf(keys);
-    let c = entries.get(key);
-    if (c === undefined) {
-      c = { keys, before: null, after: null, beforeMaxes: NONE, afterMaxes: NONE, beforeMins: NONE, afterMins: NONE, owned: 0 };
-      entries.set(key, c);
-    }
-    // The first emission of a key is kept as given (projections never change an array they
-    // emitted); a second one for the same key and side is added to a copy.
+    if (!this.#counterTables.has(table)) throw new Error(`${this.projection.name}: no counter table ${table}`);
     if (this.side === 0) {
-      if (c.before === null) {
-        c.before = sums as number[];
-        c.beforeMaxes = maxes as Value[];
-        c.beforeMins = mins as Value[];
-      } else {
-        if ((c.owned & OWN_BEFORE) === 0) {
-          c.before = [...c.before];
-          c.beforeMaxes = [...c.beforeMaxes];
-          c.beforeMins = [...c.beforeMins];
-          c.owned |= OWN_BEFORE;
-        }
-        merge(c.before, c.beforeMaxes, c.beforeMins, sums, maxes, mins);
-      }
-    } else if (c.after === null) {
-      c.after = sums as number[];
-      c.afterMaxes = maxes as Value[];
-      c.afterMins = mins as Value[];
-    } else {
-      if ((c.owned & OWN_AFTER) === 0) {
-        c.after = [...c.after];
-        c.afterMaxes = [...c.afterMaxes];
-        c.afterMins = [...c.afterMins];
-        c.owned |= OWN_AFTER;
-      }
-      merge(c.after, c.afterMaxes, c.afterMins, sums, maxes, mins);
+      set(this.#before, this.#beforeCount++, table, keys, sums, maxes, mins);
+      return;
     }
+    if (!this.#unmatched) {
+      const i = this.#matched;
+      if (i === this.#beforeCount) {
+        set(this.#added, this.#addedCount++, table, keys, sums, maxes, mins);
+        return;
+      }
+      const b = this.#before[i] as Emission;
+      if (b.table === table && sameValues(b.keys, keys)) {
+        set(this.#after, this.#matched++, table, keys, sums, maxes, mins);
+        return;
+      }
+      // Out of step: side 0's rows from here on, and side 1's from this one, meet by key.
+      this.#unmatched = true;
+      for (let j = i; j < this.#beforeCount; j++) {
+        const e = this.#before[j] as Emission;
+        const c = this.#change(e.table, e.keys);
+        c.before = e.sums;
+        c.beforeMaxes = e.maxes;
+        c.beforeMins = e.mins;
+      }
+    }
+    const c = this.#change(table, keys);
+    c.after = sums;
+    c.afterMaxes = maxes;
+    c.afterMins = mins;
   }
 
   row(table: string, keys: readonly Value[], columns: readonly Value[]): void {
@@ -96,28 +117,28 @@ export class GroupDiff implements Output {
 
   /** Adds the group's change to `delta` and forgets the group. */
   flushInto(delta: Delta): void {
-    for (const [table, entries] of this.#counters) {
-      if (entries.size === 0) continue;
-      const out = delta.counters.get(table) as Map<string, CounterEntry>;
-      for (const [key, c] of entries) {
-        const { before, after } = c;
-        if (after !== null) {
-          // A row whose sums are all zero does not exist (a replay never writes one).
-          if (before === null) {
-            if (!allZero(after)) addToDelta(out, key, c.keys, after, c.afterMaxes, c.afterMins);
-            continue;
-          }
-          const sums = new Array<number>(after.length);
-          let zero = true;
-          for (let i = 0; i < after.length; i++) if ((sums[i] = (after[i] ?? 0) - (before[i] ?? 0)) !== 0) zero = false;
-          if (zero && sameValues(c.beforeMaxes, c.afterMaxes) && sameValues(c.beforeMins, c.afterMins)) continue;
-          addToDelta(out, key, c.keys, sums, c.afterMaxes, c.afterMins);
-        } else if (before !== null && !allZero(before)) {
-          addToDelta(out, key, c.keys, before.map((v) => -v), NONE, NONE);
-        }
+    for (let i = 0; i < this.#matched; i++) {
+      const b = this.#before[i] as Emission;
+      const a = this.#after[i] as Emission;
+      changed(delta, a.table, a.keys, b.sums, a.sums, b.maxes, a.maxes, b.mins, a.mins);
+    }
+    for (let i = 0; i < this.#addedCount; i++) {
+      const a = this.#added[i] as Emission;
+      changed(delta, a.table, a.keys, null, a.sums, NONE, a.maxes, NONE, a.mins);
+    }
+    if (!this.#unmatched) {
+      // Side 0's rows side 1 did not reach: retracted.
+      for (let i = this.#matched; i < this.#beforeCount; i++) {
+        const b = this.#before[i] as Emission;
+        changed(delta, b.table, b.keys, b.sums, null, b.maxes, NONE, b.mins, NONE);
       }
+    }
+    for (const [table, entries] of this.#byKey) {
+      if (entries.size === 0) continue;
+      for (const c of entries.values()) changed(delta, table, c.keys, c.before, c.after, c.beforeMaxes, c.afterMaxes, c.beforeMins, c.afterMins);
       entries.clear();
     }
+    this.#forgetEmissions();
     for (const [table, entries] of this.#rows) {
       if (entries.size === 0) continue;
       const upserts = delta.upserts.get(table) as Map<string, { keys: readonly Value[]; columns: readonly Value[] }>;
@@ -132,6 +153,89 @@ export class GroupDiff implements Output {
       entries.clear();
     }
   }
+
+  #change(table: string, keys: readonly Value[]): CounterChange {
+    const entries = this.#byKey.get(table) as Map<string, CounterChange>;
+    const key = keyOf(keys);
+    let c = entries.get(key);
+    if (c === undefined) {
+      c = { keys, before: null, after: null, beforeMaxes: NONE, afterMaxes: NONE, beforeMins: NONE, afterMins: NONE };
+      entries.set(key, c);
+    }
+    return c;
+  }
+
+  /** Drops the group's rows (the arrays are the projection's; the slots are kept for the next group). */
+  #forgetEmissions(): void {
+    for (const list of [this.#before, this.#after, this.#added]) {
+      for (const e of list) {
+        e.keys = NONE;
+        e.sums = NO_SUMS;
+        e.maxes = NONE;
+        e.mins = NONE;
+      }
+    }
+    this.#beforeCount = 0;
+    this.#matched = 0;
+    this.#addedCount = 0;
+    this.#unmatched = false;
+  }
+}
+
+const NO_SUMS: readonly number[] = [];
+
+/** Stores an emission in slot `i`, reusing the slot's object. */
+function set(list: Emission[], i: number, table: string, keys: readonly Value[], sums: readonly number[], maxes: readonly Value[], mins: readonly Value[]): void {
+  const e = list[i];
+  if (e === undefined) list.push({ table, keys, sums, maxes, mins });
+  else {
+    e.table = table;
+    e.keys = keys;
+    e.sums = sums;
+    e.maxes = maxes;
+    e.mins = mins;
+  }
+}
+
+/** One counter row's change (`before` / `after` null: the group did not contribute to it then), added to the delta. */
+function changed(
+  delta: Delta,
+  table: string,
+  keys: readonly Value[],
+  before: readonly number[] | null,
+  after: readonly number[] | null,
+  beforeMaxes: readonly Value[],
+  afterMaxes: readonly Value[],
+  beforeMins: readonly Value[],
+  afterMins: readonly Value[],
+): void {
+  if (after !== null) {
+    // A row whose sums are all zero does not exist (a replay never writes one).
+    if (before === null) {
+      if (!allZero(after)) addToDelta(delta, table, keys, after, afterMaxes, afterMins);
+      return;
+    }
+    let zero = true;
+    for (let i = 0; i < after.length; i++) {
+      if ((after[i] ?? 0) !== (before[i] ?? 0)) {
+        zero = false;
+        break;
+      }
+    }
+    if (zero && sameValues(beforeMaxes, afterMaxes) && sameValues(beforeMins, afterMins)) return;
+    const sums = new Array<number>(after.length);
+    for (let i = 0; i < after.length; i++) sums[i] = (after[i] ?? 0) - (before[i] ?? 0);
+    addToDelta(delta, table, keys, sums, afterMaxes, afterMins);
+  } else if (before !== null && !allZero(before)) {
+    addToDelta(
+      delta,
+      table,
+      keys,
+      before.map((v) => -v),
+      NONE,
+      NONE,
+    );
+  }
 }
 
 function allZero(values: readonly number[]): boolean {
@@ -145,21 +249,9 @@ function merge(sums: number[], maxes: Value[], mins: Value[], addSums: readonly 
   for (let i = 0; i < addMins.length; i++) mins[i] = pick(mins[i] ?? null, addMins[i] ?? null, -1);
 }
 
-/** A delta row; `owned` once its arrays are copies (before that they may be shared with a projection's output). */
-interface DeltaEntry extends CounterEntry {
-  owned?: true;
-}
-
-function addToDelta(out: Map<string, CounterEntry>, key: string, keys: readonly Value[], sums: number[], maxes: readonly Value[], mins: readonly Value[]): void {
-  const entry = out.get(key) as DeltaEntry | undefined;
-  if (entry === undefined) {
-    out.set(key, { keys, sums, maxes: maxes as Value[], mins: mins as Value[] });
-    return;
-  }
-  let target = entry;
-  if (entry.owned !== true) {
-    target = { keys: entry.keys, sums: [...entry.sums], maxes: [...entry.maxes], mins: [...entry.mins], owned: true };
-    out.set(key, target);
-  }
-  merge(target.sums, target.maxes, target.mins, sums, maxes, mins);
+function addToDelta(delta: Delta, table: string, keys: readonly Value[], sums: readonly number[], maxes: readonly Value[], mins: readonly Value[]): void {
+  const out = delta.counters.get(table) as IndexedEntries;
+  const entry = out.find(keys);
+  if (entry === undefined) out.add(keys, sums, maxes, mins);
+  else merge(entry.sums, entry.maxes, entry.mins, sums, maxes, mins);
 }
