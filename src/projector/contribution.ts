@@ -158,6 +158,25 @@ export class IndexedEntries extends Map<string, CounterEntry> {
     node.set(keys[last], entry);
   }
 
+  /**
+   * For `keys`, which `find` did not find: puts `entry` in as it is (its arrays become the
+   * map's), or, if its key string has an entry already, adds to that one. Indexes it either way.
+   */
+  adopt(keys: readonly Value[], entry: CounterEntry): void {
+    const key = keyOf(keys);
+    let target = super.get(key);
+    if (target === undefined) super.set(key, (target = entry));
+    else accumulate(target, entry.sums, entry.maxes, entry.mins);
+    let node = this.#root;
+    const last = keys.length - 1;
+    for (let i = 0; i < last; i++) {
+      let next = node.get(keys[i]) as Node | undefined;
+      if (next === undefined) node.set(keys[i], (next = new Map()));
+      node = next;
+    }
+    node.set(keys[last], target);
+  }
+
   override set(key: string, entry: CounterEntry): this {
     this.#root = new Map();
     return super.set(key, entry);

@@ -197,7 +197,11 @@ function set(list: Emission[], i: number, table: string, keys: readonly Value[],
   }
 }
 
-/** One counter row's change (`before` / `after` null: the group did not contribute to it then), added to the delta. */
+/**
+ * One counter row's change (`before` / `after` null: the group did not contribute to it then),
+ * added to the delta: `after - before` (with `after`'s bounds) summed into the row's entry, or
+ * a new entry made of it.
+ */
 function changed(
   delta: Delta,
   table: string,
@@ -209,49 +213,33 @@ function changed(
   beforeMins: readonly Value[],
   afterMins: readonly Value[],
 ): void {
-  if (after !== null) {
+  if (after === null) {
+    if (before === null || allZero(before)) return;
+  } else if (before === null) {
     // A row whose sums are all zero does not exist (a replay never writes one).
-    if (before === null) {
-      if (!allZero(after)) addToDelta(delta, table, keys, after, afterMaxes, afterMins);
-      return;
-    }
-    let zero = true;
-    for (let i = 0; i < after.length; i++) {
-      if ((after[i] ?? 0) !== (before[i] ?? 0)) {
-        zero = false;
-        break;
-      }
-    }
-    if (zero && sameValues(beforeMaxes, afterMaxes) && sameValues(beforeMins, afterMins)) return;
-    const sums = new Array<number>(after.length);
-    for (let i = 0; i < after.length; i++) sums[i] = (after[i] ?? 0) - (before[i] ?? 0);
-    addToDelta(delta, table, keys, sums, afterMaxes, afterMins);
-  } else if (before !== null && !allZero(before)) {
-    addToDelta(
-      delta,
-      table,
-      keys,
-      before.map((v) => -v),
-      NONE,
-      NONE,
-    );
+    if (allZero(after)) return;
+  } else if (sameValues(before, after) && sameValues(beforeMaxes, afterMaxes) && sameValues(beforeMins, afterMins)) {
+    return;
   }
+  const maxes = after === null ? NONE : afterMaxes;
+  const mins = after === null ? NONE : afterMins;
+  const out = delta.counters.get(table) as IndexedEntries;
+  const entry = out.find(keys);
+  if (entry === undefined) {
+    const n = after?.length ?? before?.length ?? 0;
+    const sums = new Array<number>(n);
+    for (let i = 0; i < n; i++) sums[i] = (after?.[i] ?? 0) - (before?.[i] ?? 0);
+    out.adopt(keys, { keys, sums, maxes: [...maxes], mins: [...mins] });
+    return;
+  }
+  const sums = entry.sums;
+  const n = Math.max(after?.length ?? 0, before?.length ?? 0);
+  for (let i = 0; i < n; i++) sums[i] = (sums[i] ?? 0) + (after?.[i] ?? 0) - (before?.[i] ?? 0);
+  for (let i = 0; i < maxes.length; i++) entry.maxes[i] = pick(entry.maxes[i] ?? null, maxes[i] ?? null, 1);
+  for (let i = 0; i < mins.length; i++) entry.mins[i] = pick(entry.mins[i] ?? null, mins[i] ?? null, -1);
 }
 
 function allZero(values: readonly number[]): boolean {
   for (const v of values) if (v !== 0) return false;
   return true;
-}
-
-function merge(sums: number[], maxes: Value[], mins: Value[], addSums: readonly number[], addMaxes: readonly Value[], addMins: readonly Value[]): void {
-  for (let i = 0; i < addSums.length; i++) sums[i] = (sums[i] ?? 0) + (addSums[i] ?? 0);
-  for (let i = 0; i < addMaxes.length; i++) maxes[i] = pick(maxes[i] ?? null, addMaxes[i] ?? null, 1);
-  for (let i = 0; i < addMins.length; i++) mins[i] = pick(mins[i] ?? null, addMins[i] ?? null, -1);
-}
-
-function addToDelta(delta: Delta, table: string, keys: readonly Value[], sums: readonly number[], maxes: readonly Value[], mins: readonly Value[]): void {
-  const out = delta.counters.get(table) as IndexedEntries;
-  const entry = out.find(keys);
-  if (entry === undefined) out.add(keys, sums, maxes, mins);
-  else merge(entry.sums, entry.maxes, entry.mins, sums, maxes, mins);
 }

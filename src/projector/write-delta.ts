@@ -99,38 +99,38 @@ export function writeQuery(deltas: readonly Delta[], suffix: string, checkpoints
   return { statement: writeStatement(parts, suffix, moves.length), params };
 }
 
-/** Array literals built a row at a time (see `sql-arrays.ts`). */
+/** Array literals built a row at a time (see `sql-arrays.ts`): each column's elements gathered, then joined once. */
 class ArrayLiterals {
   rows = 0;
   readonly #types: readonly ColumnSpec['type'][];
-  readonly #out: string[];
+  readonly #out: string[][];
   readonly #widths: readonly [number, number, number, number];
 
   /** `runs`: the columns of each run of values a row is given in. */
   constructor(...runs: (readonly ColumnSpec[])[]) {
     const columns = runs.flat();
     this.#types = columns.map((c) => c.type);
-    this.#out = columns.map(() => '');
+    this.#out = columns.map(() => []);
     this.#widths = [runs[0]?.length ?? 0, runs[1]?.length ?? 0, runs[2]?.length ?? 0, runs[3]?.length ?? 0];
   }
 
   /** A row from consecutive runs of values, each padded with nulls (or cut) to its column count. */
   row(a: readonly Value[], b: readonly Value[] = NO_VALUES, c: readonly Value[] = NO_VALUES, d: readonly Value[] = NO_VALUES): void {
-    const sep = this.rows++ === 0 ? '' : ',';
+    this.rows += 1;
     const [wa, wb, wc, wd] = this.#widths;
     let i = 0;
-    for (let k = 0; k < wa; k++) this.#add(i++, sep, a[k] ?? null);
-    for (let k = 0; k < wb; k++) this.#add(i++, sep, b[k] ?? null);
-    for (let k = 0; k < wc; k++) this.#add(i++, sep, c[k] ?? null);
-    for (let k = 0; k < wd; k++) this.#add(i++, sep, d[k] ?? null);
+    for (let k = 0; k < wa; k++) this.#add(i++, a[k] ?? null);
+    for (let k = 0; k < wb; k++) this.#add(i++, b[k] ?? null);
+    for (let k = 0; k < wc; k++) this.#add(i++, c[k] ?? null);
+    for (let k = 0; k < wd; k++) this.#add(i++, d[k] ?? null);
   }
 
-  #add(i: number, sep: string, v: Value): void {
-    this.#out[i] += sep + arrayElement(this.#types[i] ?? 'text', v);
+  #add(i: number, v: Value): void {
+    (this.#out[i] as string[]).push(arrayElement(this.#types[i] ?? 'text', v));
   }
 
   literals(): string[] {
-    return this.#out.map((s) => `{${s}}`);
+    return this.#out.map((elements) => `{${elements.join(',')}}`);
   }
 }
 

@@ -45,6 +45,18 @@ describe('a replay total indexed by key values', () => {
     expect(snapshot(total)).toEqual({ '1\u001fk\u001f5': [[111, 222], [7], [1]] });
   });
 
+  it('takes an entry in as it is, or adds it to the one its key string already has', () => {
+    const entries = new IndexedEntries();
+    const first = { keys: ['1', 'k', 5], sums: [1, 2], maxes: [3], mins: [3] };
+    entries.adopt(first.keys, first);
+    expect(entries.find(['1', 'k', 5])).toBe(first);
+    // Values the index tells apart, one key string: added to the entry there, then found by these values too.
+    entries.adopt([1, 'k', '5'], { keys: [1, 'k', '5'], sums: [10, 20], maxes: [7], mins: [1] });
+    expect(entries.size).toBe(1);
+    expect(entries.find([1, 'k', '5'])).toBe(first);
+    expect(first).toEqual({ keys: ['1', 'k', 5], sums: [11, 22], maxes: [7], mins: [1] });
+  });
+
   it('finds no entry a cleared or changed map no longer holds', () => {
     const total = new Contribution(PROJECTION, true);
     const entries = entriesOf(total);

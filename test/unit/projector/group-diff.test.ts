@@ -88,7 +88,7 @@ function expectedDelta(projection: Projection, changes: readonly Change[]): Expe
         const x = beforeEntries.get(key);
         const y = afterEntries.get(key);
         if (y === undefined) {
-          if (x !== undefined && x.sums.some((v) => v !== 0)) mergeInto(target, key, x.sums.map((v) => -v), [], []);
+          if (x !== undefined && x.sums.some((v) => v !== 0)) mergeInto(target, key, x.sums.map((v) => 0 - v), [], []);
         } else if (x === undefined) {
           if (y.sums.some((v) => v !== 0)) mergeInto(target, key, y.sums, y.maxes, y.mins);
         } else {
