@@ -117,16 +117,17 @@ type Node = Map<Value | undefined, unknown>;
 
 /**
  * A counter table's entries by key string, as every writer reads them, with an index by key
- * values for a replay's lookups: a tree of small maps, one level per key column, whose keys
- * (the log reader's interned ids, literals, numbers) are hashed once each rather than a key
- * string built and hashed for every contribution. A replay's totals take most of their
- * contributions this way: `statcounters` alone gets some 25 per message, into a few thousand
- * rows.
+ * values for lookups: a tree of small maps, one level per key column, whose keys (the log
+ * reader's interned ids, literals, numbers) are hashed once each rather than a key string built
+ * and hashed for every contribution. A replay's totals take most of their contributions this
+ * way (`statcounters` alone gets some 25 per message, into a few thousand rows), and so does a
+ * live batch's delta (`Delta`, `group-diff.ts`), to which most groups add a tenant's and a
+ * campaign's counters.
  *
  * The string map stays the truth and the index only a shortcut to its entries: a lookup the
  * index misses goes through `keyOf`, so values the index tells apart but `keyOf` joins alike
- * (1 and '1') still meet in one entry; and a change made other than by `add` drops the index,
- * which `add` builds again as entries are met.
+ * (1 and '1') still meet in one entry; and a change made other than by `add` or `adopt` drops
+ * the index, which they build again as entries are met.
  */
 export class IndexedEntries extends Map<string, CounterEntry> {
   #root: Node = new Map();
