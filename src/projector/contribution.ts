@@ -149,14 +149,7 @@ export class IndexedEntries extends Map<string, CounterEntry> {
     let entry = super.get(key);
     if (entry === undefined) super.set(key, (entry = newEntry(keys, sums, maxes, mins)));
     else accumulate(entry, sums, maxes, mins);
-    let node = this.#root;
-    const last = keys.length - 1;
-    for (let i = 0; i < last; i++) {
-      let next = node.get(keys[i]) as Node | undefined;
-      if (next === undefined) node.set(keys[i], (next = new Map()));
-      node = next;
-    }
-    node.set(keys[last], entry);
+    this.#index(keys, entry);
   }
 
   /**
@@ -168,6 +161,11 @@ export class IndexedEntries extends Map<string, CounterEntry> {
     let target = super.get(key);
     if (target === undefined) super.set(key, (target = entry));
     else accumulate(target, entry.sums, entry.maxes, entry.mins);
+    this.#index(keys, target);
+  }
+
+  /** Files `entry` in the index under these key values. */
+  #index(keys: readonly Value[], entry: CounterEntry): void {
     let node = this.#root;
     const last = keys.length - 1;
     for (let i = 0; i < last; i++) {
@@ -175,7 +173,7 @@ export class IndexedEntries extends Map<string, CounterEntry> {
       if (next === undefined) node.set(keys[i], (next = new Map()));
       node = next;
     }
-    node.set(keys[last], target);
+    node.set(keys[last], entry);
   }
 
   override set(key: string, entry: CounterEntry): this {

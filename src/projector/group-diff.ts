@@ -167,14 +167,9 @@ export class GroupDiff implements Output {
 
   /** Drops the group's rows (the arrays are the projection's; the slots are kept for the next group). */
   #forgetEmissions(): void {
-    for (const list of [this.#before, this.#after, this.#added]) {
-      for (const e of list) {
-        e.keys = NONE;
-        e.sums = NO_SUMS;
-        e.maxes = NONE;
-        e.mins = NONE;
-      }
-    }
+    release(this.#before, this.#beforeCount);
+    release(this.#after, this.#matched);
+    release(this.#added, this.#addedCount);
     this.#beforeCount = 0;
     this.#matched = 0;
     this.#addedCount = 0;
@@ -183,6 +178,17 @@ export class GroupDiff implements Output {
 }
 
 const NO_SUMS: readonly number[] = [];
+
+/** Lets go of the arrays held by the first `count` slots. */
+function release(list: Emission[], count: number): void {
+  for (let i = 0; i < count; i++) {
+    const e = list[i] as Emission;
+    e.keys = NONE;
+    e.sums = NO_SUMS;
+    e.maxes = NONE;
+    e.mins = NONE;
+  }
+}
 
 /** Stores an emission in slot `i`, reusing the slot's object. */
 function set(list: Emission[], i: number, table: string, keys: readonly Value[], sums: readonly number[], maxes: readonly Value[], mins: readonly Value[]): void {
