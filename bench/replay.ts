@@ -4,6 +4,7 @@ import type { Db } from '../src/db/connect.js';
 import { foldLog, replay, type ReplayPhase } from '../src/projector/replay.js';
 import { median, RESULTS_DIR, sourceVersion } from './ingest/report.js';
 import { scratchLog } from './replay/load-log.js';
+import { writeFloor } from './replay/write-floor.js';
 import type { BenchOptions } from './support/options.js';
 import { startResult } from './support/result.js';
 import { serverFacts } from './support/scratch.js';
@@ -19,7 +20,10 @@ import { join } from 'node:path';
  * - read+aggregate: the fold's reader and fold, in memory, writing nothing;
  * - SQL GROUP BY: one set-based statement over the log computing per-campaign distinct-message
  *   and event counts (what the server alone can do);
- * - the fold's rebuild (`engine: 'fold'`, the engine before the set-based one), with its writes.
+ * - the fold's rebuild (`engine: 'fold'`, the engine before the set-based one), with its writes;
+ * - the write floor: the read models the replay built copied into bare tables that then get
+ *   their keys and indexes, as the rebuild writes them, with nothing computed
+ *   (`replay/write-floor.ts`): no rebuild on this server can be faster.
  * Each phase runs `runs` times; medians and the ratio replay / read+aggregate are printed.
  * `--profile` records a CPU profile of run 1's read+aggregate and of its replay (both run in
  * this process) and prints a summary of each.
@@ -41,11 +45,12 @@ export async function runReplayBench(opts: BenchOptions): Promise<void> {
       const groupBy = await timed(() => sqlGroupBy(db));
       const readAggregate = await profiled(run, 'read-aggregate', () => timed(() => readAndAggregate(db, head)));
       const product = await profiled(run, 'replay', () => timedReplay(db, 'sql'));
+      const floor = await writeFloor(db);
       const fold = await timedReplay(db, 'fold');
-      runs.push({ groupByMs: groupBy.ms, readAggregateMs: readAggregate.ms, readAggregatePeakRssMb: readAggregate.peakRssMb, foldReplayMs: fold.replayMs, ...product });
+      runs.push({ groupByMs: groupBy.ms, readAggregateMs: readAggregate.ms, readAggregatePeakRssMb: readAggregate.peakRssMb, foldReplayMs: fold.replayMs, writeFloorMs: floor.ms, writeFloorRows: floor.rows, ...product });
       const r = runs.at(-1) as RunResult;
       process.stderr.write(
-        `run ${run}: replay ${rate(stored, r.replayMs)} ev/s | read+aggregate ${rate(stored, r.readAggregateMs)} ev/s | SQL GROUP BY ${rate(stored, r.groupByMs)} ev/s | fold's replay ${rate(stored, r.foldReplayMs)} ev/s | phases ${JSON.stringify(r.phasesMs)}\n`,
+        `run ${run}: replay ${rate(stored, r.replayMs)} ev/s | read+aggregate ${rate(stored, r.readAggregateMs)} ev/s | SQL GROUP BY ${rate(stored, r.groupByMs)} ev/s | fold's replay ${rate(stored, r.foldReplayMs)} ev/s | write floor ${rate(stored, r.writeFloorMs)} ev/s (${(r.writeFloorMs / 1000).toFixed(1)} s, ${r.writeFloorRows} rows) | phases ${JSON.stringify(r.phasesMs)}\n`,
       );
     }
     const summary = {
@@ -56,6 +61,8 @@ export async function runReplayBench(opts: BenchOptions): Promise<void> {
       readAggregateEventsPerSec: Math.round(median(runs.map((r) => rate(stored, r.readAggregateMs)))),
       sqlGroupByEventsPerSec: Math.round(median(runs.map((r) => rate(stored, r.groupByMs)))),
       foldReplayEventsPerSec: Math.round(median(runs.map((r) => rate(stored, r.foldReplayMs)))),
+      writeFloorEventsPerSec: Math.round(median(runs.map((r) => rate(stored, r.writeFloorMs)))),
+      ratioToWriteFloor: Number(median(runs.map((r) => r.writeFloorMs / r.replayMs)).toFixed(2)),
       ratioToFoldReplay: Number(median(runs.map((r) => r.foldReplayMs / r.replayMs)).toFixed(2)),
       ratioToReadAggregate: Number(median(runs.map((r) => r.readAggregateMs / r.replayMs)).toFixed(2)),
       replayPeakRssMb: Math.round(Math.max(...runs.map((r) => r.peakRssMb))),
@@ -80,6 +87,7 @@ export async function runReplayBench(opts: BenchOptions): Promise<void> {
       { name: `replay: all ${PROJECTIONS.length} read models rebuilt`, unit: 'events/s', perRun: replayRates, baseline: { name: 'read + aggregate, no writes', perRun: runs.map((r) => rate(stored, r.readAggregateMs)) } },
       { name: `replay: all ${PROJECTIONS.length} read models rebuilt`, unit: 'events/s', perRun: replayRates, baseline: { name: 'one SQL GROUP BY over the log', perRun: runs.map((r) => rate(stored, r.groupByMs)) } },
       { name: `replay: all ${PROJECTIONS.length} read models rebuilt`, unit: 'events/s', perRun: replayRates, baseline: { name: "the fold's rebuild (REPLAY_ENGINE=fold)", perRun: runs.map((r) => rate(stored, r.foldReplayMs)) } },
+      { name: `replay: all ${PROJECTIONS.length} read models rebuilt`, unit: 'events/s', perRun: replayRates, baseline: { name: 'write floor: the read models copied in, keys and indexes built, nothing computed', perRun: runs.map((r) => rate(stored, r.writeFloorMs)) } },
     ], [`replay peak RSS ${summary.replayPeakRssMb} MiB, ${summary.rowsWritten} read-model rows written`]);
   } finally {
     await close();
@@ -89,6 +97,9 @@ export async function runReplayBench(opts: BenchOptions): Promise<void> {
 interface RunResult {
   groupByMs: number;
   foldReplayMs: number;
+  /** The write floor (replay/write-floor.ts): ms, and the rows it copied. */
+  writeFloorMs: number;
+  writeFloorRows: number;
   readAggregateMs: number;
   readAggregatePeakRssMb: number;
   replayMs: number;
@@ -161,6 +172,8 @@ function printTable(s: {
   readAggregateEventsPerSec: number;
   sqlGroupByEventsPerSec: number;
   foldReplayEventsPerSec: number;
+  writeFloorEventsPerSec: number;
+  ratioToWriteFloor: number;
   ratioToFoldReplay: number;
   ratioToReadAggregate: number; replayPeakRssMb: number; rowsWritten: number; phasesMsMedian: Record<string, number> }): void {
   console.log(`\nreplay of ${s.events} events (medians)`);
@@ -169,6 +182,7 @@ function printTable(s: {
     'baseline: read + aggregate, no writes': { 'events/s': s.readAggregateEventsPerSec },
     'baseline: SQL GROUP BY': { 'events/s': s.sqlGroupByEventsPerSec },
     "the fold's rebuild (with writes)": { 'events/s': s.foldReplayEventsPerSec },
+    'write floor: read models copied in, keys and indexes built': { 'events/s': s.writeFloorEventsPerSec },
   });
-  console.log(`ratio replay / read+aggregate: ${s.ratioToReadAggregate} | replay / fold's rebuild: ${s.ratioToFoldReplay} | rows written: ${s.rowsWritten} | peak RSS ${s.replayPeakRssMb} MiB | phases (ms): ${JSON.stringify(s.phasesMsMedian)}`);
+  console.log(`ratio replay / read+aggregate: ${s.ratioToReadAggregate} | replay / fold's rebuild: ${s.ratioToFoldReplay} | replay / write floor: ${s.ratioToWriteFloor} | rows written: ${s.rowsWritten} | peak RSS ${s.replayPeakRssMb} MiB | phases (ms): ${JSON.stringify(s.phasesMsMedian)}`);
 }

@@ -96,8 +96,8 @@ export async function loadCountersAndIndex(db: Db, totals: readonly Contribution
  * rows, then made the key. The table's other index builds may run beside the unique index's;
  * the `ALTER TABLE` that makes it the key waits for those still running to finish.
  */
-export function keyStatements(spec: TableSpec): string[] {
-  const table = spec.name + SHADOW;
+export function keyStatements(spec: TableSpec, suffix = SHADOW): string[] {
+  const table = spec.name + suffix;
   const name = `${table}_pkey`;
   return [`CREATE UNIQUE INDEX ${name} ON ${table} (${spec.keys.map((k) => k.name).join(', ')})`, `ALTER TABLE ${table} ADD CONSTRAINT ${name} PRIMARY KEY USING INDEX ${name}`];
 }

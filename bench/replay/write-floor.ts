@@ -1,0 +1,53 @@
+import { sql } from 'kysely';
+import { PROJECTIONS } from '../../projections/index.js';
+import type { TableSpec } from '../../projections/kit/types.js';
+import type { Db } from '../../src/db/connect.js';
+import { keyStatements, runTasks, type Task } from '../../src/projector/finish-shadows.js';
+import { createIndexStatements, createTableStatements, execAll } from '../../src/projector/tables.js';
+
+/**
+ * The replay bench's write floor: what writing the read models costs when nothing is computed.
+ * Every read-model table, as the replay just swapped it in, is copied into a bare table of the
+ * same spec (`INSERT … SELECT *`), which then gets its primary key and indexes, largest table
+ * first, two statements at a time: the way the set-based rebuild writes its shadows
+ * (`src/projector/set-rebuild.ts`), without the SQL that computes their rows. No rebuild on the
+ * same server can beat it: it writes the same rows and builds the same indexes.
+ */
+
+const SUFFIX = '__floor';
+
+export async function writeFloor(db: Db): Promise<{ ms: number; rows: number }> {
+  const specs = PROJECTIONS.flatMap((p) => p.tables);
+  await dropFloorTables(db, specs);
+  const { rows: sizes } = await sql<{ name: string; bytes: string }>`
+    SELECT relname AS name, pg_relation_size(oid)::text AS bytes FROM pg_class
+    WHERE relkind = 'r' AND relname IN (${sql.join(specs.map((s) => s.name))})`.execute(db.kysely);
+  const bytes = new Map(sizes.map((r) => [r.name, Number(r.bytes)]));
+  let rows = 0;
+  const started = performance.now();
+  try {
+    const copy =
+      (spec: TableSpec): Task =>
+      async () => {
+        await execAll(db.kysely, createTableStatements(spec, SUFFIX, false, false));
+        const { numAffectedRows } = await db.kysely.executeQuery(sql.raw(`INSERT INTO ${spec.name}${SUFFIX} SELECT * FROM ${spec.name}`).compile(db.kysely));
+        rows += Number(numAffectedRows ?? 0n);
+        return [keyStatements(spec, SUFFIX), ...createIndexStatements(spec, SUFFIX).map((s) => [s])].map(
+          (statements): Task =>
+            async () => {
+              await execAll(db.kysely, statements);
+              return [];
+            },
+        );
+      };
+    const bySize = [...specs].sort((a, b) => (bytes.get(b.name) ?? 0) - (bytes.get(a.name) ?? 0));
+    await runTasks(2, bySize.map(copy));
+    return { ms: performance.now() - started, rows };
+  } finally {
+    await dropFloorTables(db, specs);
+  }
+}
+
+async function dropFloorTables(db: Db, specs: readonly TableSpec[]): Promise<void> {
+  for (const spec of specs) await sql.raw(`DROP TABLE IF EXISTS ${spec.name}${SUFFIX}`).execute(db.kysely);
+}
