@@ -14,11 +14,12 @@ import { createIndexStatements, createTableStatements, execAll } from '../../src
  * same server can beat it: it writes the same rows and builds the same indexes.
  */
 
-const SUFFIX = '__floor';
+export const FLOOR_SUFFIX = '__floor';
 
-export async function writeFloor(db: Db): Promise<{ ms: number; rows: number }> {
+/** `keep`: leave the copies in place (for a test to look at; `dropFloorTables` removes them). */
+export async function writeFloor(db: Db, keep = false): Promise<{ ms: number; rows: number }> {
   const specs = PROJECTIONS.flatMap((p) => p.tables);
-  await dropFloorTables(db, specs);
+  await dropFloorTables(db);
   const { rows: sizes } = await sql<{ name: string; bytes: string }>`
     SELECT relname AS name, pg_relation_size(oid)::text AS bytes FROM pg_class
     WHERE relkind = 'r' AND relname IN (${sql.join(specs.map((s) => s.name))})`.execute(db.kysely);
@@ -29,10 +30,10 @@ export async function writeFloor(db: Db): Promise<{ ms: number; rows: number }> 
     const copy =
       (spec: TableSpec): Task =>
       async () => {
-        await execAll(db.kysely, createTableStatements(spec, SUFFIX, false, false));
-        const { numAffectedRows } = await db.kysely.executeQuery(sql.raw(`INSERT INTO ${spec.name}${SUFFIX} SELECT * FROM ${spec.name}`).compile(db.kysely));
+        await execAll(db.kysely, createTableStatements(spec, FLOOR_SUFFIX, false, false));
+        const { numAffectedRows } = await db.kysely.executeQuery(sql.raw(`INSERT INTO ${spec.name}${FLOOR_SUFFIX} SELECT * FROM ${spec.name}`).compile(db.kysely));
         rows += Number(numAffectedRows ?? 0n);
-        return [keyStatements(spec, SUFFIX), ...createIndexStatements(spec, SUFFIX).map((s) => [s])].map(
+        return [keyStatements(spec, FLOOR_SUFFIX), ...createIndexStatements(spec, FLOOR_SUFFIX).map((s) => [s])].map(
           (statements): Task =>
             async () => {
               await execAll(db.kysely, statements);
@@ -44,10 +45,10 @@ export async function writeFloor(db: Db): Promise<{ ms: number; rows: number }> 
     await runTasks(2, bySize.map(copy));
     return { ms: performance.now() - started, rows };
   } finally {
-    await dropFloorTables(db, specs);
+    if (!keep) await dropFloorTables(db);
   }
 }
 
-async function dropFloorTables(db: Db, specs: readonly TableSpec[]): Promise<void> {
-  for (const spec of specs) await sql.raw(`DROP TABLE IF EXISTS ${spec.name}${SUFFIX}`).execute(db.kysely);
+export async function dropFloorTables(db: Db): Promise<void> {
+  for (const spec of PROJECTIONS.flatMap((p) => p.tables)) await sql.raw(`DROP TABLE IF EXISTS ${spec.name}${FLOOR_SUFFIX}`).execute(db.kysely);
 }
