@@ -15,14 +15,14 @@ import { createIndexStatements, createTableStatements, execAll } from '../../src
  */
 
 export const FLOOR_SUFFIX = '__floor';
+const TABLES: readonly TableSpec[] = PROJECTIONS.flatMap((p) => p.tables);
 
 /** `keep`: leave the copies in place (for a test to look at; `dropFloorTables` removes them). */
 export async function writeFloor(db: Db, keep = false): Promise<{ ms: number; rows: number }> {
-  const specs = PROJECTIONS.flatMap((p) => p.tables);
   await dropFloorTables(db);
   const { rows: sizes } = await sql<{ name: string; bytes: string }>`
     SELECT relname AS name, pg_relation_size(oid)::text AS bytes FROM pg_class
-    WHERE relkind = 'r' AND relname IN (${sql.join(specs.map((s) => s.name))})`.execute(db.kysely);
+    WHERE relkind = 'r' AND relname IN (${sql.join(TABLES.map((s) => s.name))})`.execute(db.kysely);
   const bytes = new Map(sizes.map((r) => [r.name, Number(r.bytes)]));
   let rows = 0;
   const started = performance.now();
@@ -31,7 +31,7 @@ export async function writeFloor(db: Db, keep = false): Promise<{ ms: number; ro
       (spec: TableSpec): Task =>
       async () => {
         await execAll(db.kysely, createTableStatements(spec, FLOOR_SUFFIX, false, false));
-        const { numAffectedRows } = await db.kysely.executeQuery(sql.raw(`INSERT INTO ${spec.name}${FLOOR_SUFFIX} SELECT * FROM ${spec.name}`).compile(db.kysely));
+        const { numAffectedRows } = await sql.raw(`INSERT INTO ${spec.name}${FLOOR_SUFFIX} SELECT * FROM ${spec.name}`).execute(db.kysely);
         rows += Number(numAffectedRows ?? 0n);
         return [keyStatements(spec, FLOOR_SUFFIX), ...createIndexStatements(spec, FLOOR_SUFFIX).map((s) => [s])].map(
           (statements): Task =>
@@ -41,7 +41,7 @@ export async function writeFloor(db: Db, keep = false): Promise<{ ms: number; ro
             },
         );
       };
-    const bySize = [...specs].sort((a, b) => (bytes.get(b.name) ?? 0) - (bytes.get(a.name) ?? 0));
+    const bySize = [...TABLES].sort((a, b) => (bytes.get(b.name) ?? 0) - (bytes.get(a.name) ?? 0));
     await runTasks(2, bySize.map(copy));
     return { ms: performance.now() - started, rows };
   } finally {
@@ -50,5 +50,5 @@ export async function writeFloor(db: Db, keep = false): Promise<{ ms: number; ro
 }
 
 export async function dropFloorTables(db: Db): Promise<void> {
-  for (const spec of PROJECTIONS.flatMap((p) => p.tables)) await sql.raw(`DROP TABLE IF EXISTS ${spec.name}${FLOOR_SUFFIX}`).execute(db.kysely);
+  for (const spec of TABLES) await sql.raw(`DROP TABLE IF EXISTS ${spec.name}${FLOOR_SUFFIX}`).execute(db.kysely);
 }

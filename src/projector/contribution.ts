@@ -109,6 +109,11 @@ function newEntry(keys: readonly Value[], sums: readonly number[], maxes: readon
 
 function accumulate(entry: CounterEntry, sums: readonly number[], maxes: readonly Value[], mins: readonly Value[]): void {
   for (let i = 0; i < sums.length; i++) entry.sums[i] = (entry.sums[i] ?? 0) + (sums[i] ?? 0);
+  accumulateBounds(entry, maxes, mins);
+}
+
+/** Moves an entry's one-way columns: each max up to `maxes`', each min down to `mins`'. */
+export function accumulateBounds(entry: CounterEntry, maxes: readonly Value[], mins: readonly Value[]): void {
   for (let i = 0; i < maxes.length; i++) entry.maxes[i] = pick(entry.maxes[i] ?? null, maxes[i] ?? null, 1);
   for (let i = 0; i < mins.length; i++) entry.mins[i] = pick(entry.mins[i] ?? null, mins[i] ?? null, -1);
 }

@@ -1,5 +1,5 @@
 import type { Output, Projection, Value } from '../../projections/kit/types.js';
-import { type Delta, type IndexedEntries, keyOf, pick, sameValues } from './contribution.js';
+import { accumulateBounds, type Delta, type IndexedEntries, keyOf, sameValues } from './contribution.js';
 
 /** One counter key of one group, matched by key: what the group contributed before the batch and after it. */
 interface CounterChange {
@@ -46,7 +46,6 @@ const NONE: Value[] = [];
  */
 export class GroupDiff implements Output {
   side: 0 | 1 = 1;
-  readonly #counterTables: ReadonlySet<string>;
   /** Side 0's counter rows in order, and how many there are. */
   readonly #before: Emission[] = [];
   #beforeCount = 0;
@@ -58,22 +57,19 @@ export class GroupDiff implements Output {
   #addedCount = 0;
   /** After a row that does not match: the rest of both sides, by table and key. */
   #unmatched = false;
+  /** Per counter table (every one has its map). */
   readonly #byKey = new Map<string, Map<string, CounterChange>>();
   readonly #rows = new Map<string, Map<string, RowChange>>();
 
   constructor(readonly projection: Projection) {
-    const counters = new Set<string>();
     for (const t of projection.tables) {
-      if (t.kind === 'counters') {
-        counters.add(t.name);
-        this.#byKey.set(t.name, new Map());
-      } else this.#rows.set(t.name, new Map());
+      if (t.kind === 'counters') this.#byKey.set(t.name, new Map());
+      else this.#rows.set(t.name, new Map());
     }
-    this.#counterTables = counters;
   }
 
   add(table: string, keys: readonly Value[], sums: readonly number[], maxes: readonly Value[] = NONE, mins: readonly Value[] = NONE): void {
-    if (!this.#counterTables.has(table)) throw new Error(`${this.projection.name}: no counter table ${table}`);
+    if (!this.#byKey.has(table)) throw new Error(`${this.projection.name}: no counter table ${table}`);
     if (this.side === 0) {
       set(this.#before, this.#beforeCount++, table, keys, sums, maxes, mins);
       return;
@@ -241,8 +237,7 @@ function changed(
   const sums = entry.sums;
   const n = Math.max(after?.length ?? 0, before?.length ?? 0);
   for (let i = 0; i < n; i++) sums[i] = (sums[i] ?? 0) + (after?.[i] ?? 0) - (before?.[i] ?? 0);
-  for (let i = 0; i < maxes.length; i++) entry.maxes[i] = pick(entry.maxes[i] ?? null, maxes[i] ?? null, 1);
-  for (let i = 0; i < mins.length; i++) entry.mins[i] = pick(entry.mins[i] ?? null, mins[i] ?? null, -1);
+  accumulateBounds(entry, maxes, mins);
 }
 
 function allZero(values: readonly number[]): boolean {
