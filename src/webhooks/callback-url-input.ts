@@ -87,6 +87,10 @@ export function checkCallbackUrl(v: unknown): Checked<string> {
   if (typeof v !== 'string' || v.trim() === '') return { ok: false, message: `Url must be an absolute http or https URL, got ${show(v)}` };
   const text = v.trim();
   if (text.length > MAX_URL_LENGTH) return { ok: false, message: `Url is longer than ${MAX_URL_LENGTH} characters` };
+  // The URL parser would quietly drop tabs and line breaks and read `\` as `/`: the URL stored
+  // and shown would not be the one requested. Such URLs are refused, as is `http:host/path`.
+  if (/[\s\p{Cc}]/u.test(text)) return { ok: false, message: `Url must not contain spaces or control characters (percent-encode them, e.g. %20), got ${show(v)}` };
+  if (text.includes('\\')) return { ok: false, message: `Url must not contain a backslash (percent-encode it as %5C), got ${show(v)}` };
   let url: URL;
   try {
     url = new URL(text);
@@ -96,7 +100,9 @@ export function checkCallbackUrl(v: unknown): Checked<string> {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     return { ok: false, message: `Url must start with http:// or https://, got ${show(v)}` };
   }
+  if (!/^https?:\/\//i.test(text)) return { ok: false, message: `Url must start with http:// or https://, got ${show(v)}` };
   if (url.hostname === '') return { ok: false, message: `Url has no host: ${show(v)}` };
+  if (url.port === '0') return { ok: false, message: `Url's port must be between 1 and 65535, got ${show(v)}` };
   if (url.pathname === '/' || url.pathname === '') {
     return { ok: false, message: `Url must not be a root URL: give a path after the host, e.g. ${url.protocol}//${url.host}/mailjet/events` };
   }

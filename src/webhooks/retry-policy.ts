@@ -2,8 +2,9 @@
  * When to try a failed delivery again. The schedule is data (WEBHOOK_RETRY_SCHEDULE, seconds
  * between attempts); each delay gets ±20 % jitter so a recovering endpoint is not hit by every
  * delivery at once. A `Retry-After` from the receiver is honoured within bounds: never sooner
- * than the schedule says, never later than twice the scheduled delay or a minute, whichever is
- * longer (and at most an hour), so a receiver cannot push retries past the window.
+ * than the schedule says, and never later than twice the scheduled delay or a minute, whichever
+ * is longer, nor more than an hour past the schedule; so a receiver can neither shorten the
+ * window (the dead-URL rule counts on its 24 h) nor push retries far past it.
  * After the last scheduled retry fails the delivery is exhausted.
  */
 
@@ -11,7 +12,7 @@ export type RetryDecision = { readonly kind: 'retry'; readonly delayMs: number }
 
 const JITTER = 0.2;
 const RETRY_AFTER_FLOOR_MS = 60_000;
-const RETRY_AFTER_CAP_MS = 3_600_000;
+const RETRY_AFTER_MAX_EXTRA_MS = 3_600_000;
 
 /** `attempts`: attempts made so far, the failed one included. */
 export function nextRetry(scheduleSeconds: readonly number[], attempts: number, retryAfterMs: number | null, random: () => number = Math.random): RetryDecision {
@@ -19,7 +20,7 @@ export function nextRetry(scheduleSeconds: readonly number[], attempts: number, 
   if (seconds === undefined) return { kind: 'exhausted' };
   const base = seconds * 1000;
   if (retryAfterMs !== null) {
-    const upper = Math.min(RETRY_AFTER_CAP_MS, Math.max(2 * base, RETRY_AFTER_FLOOR_MS));
+    const upper = Math.min(base + RETRY_AFTER_MAX_EXTRA_MS, Math.max(2 * base, RETRY_AFTER_FLOOR_MS));
     return { kind: 'retry', delayMs: Math.round(Math.min(upper, Math.max(base, retryAfterMs))) };
   }
   return { kind: 'retry', delayMs: Math.round(base * (1 - JITTER + 2 * JITTER * random())) };
@@ -30,12 +31,17 @@ export function retryWindowMs(scheduleSeconds: readonly number[]): number {
   return scheduleSeconds.reduce((sum, s) => sum + s * 1000, 0);
 }
 
-/** `Retry-After` as delay-seconds or an HTTP date → milliseconds from `now`; null if absent or unreadable. */
+/**
+ * `Retry-After` as delay-seconds or an HTTP date in any of its three formats (IMF-fixdate
+ * `Sun, 06 Nov 1994 08:49:37 GMT`, RFC 850 `Sunday, 06-Nov-94 08:49:37 GMT`, asctime
+ * `Sun Nov  6 08:49:37 1994`, which names no zone: HTTP dates are GMT) → milliseconds from
+ * `now`; null if absent or unreadable.
+ */
 export function parseRetryAfter(value: string | string[] | undefined, now: number = Date.now()): number | null {
   const text = (Array.isArray(value) ? value[0] : value)?.trim();
   if (text === undefined || text === '') return null;
   if (/^\d{1,10}$/.test(text)) return Number(text) * 1000;
-  if (!/^[A-Za-z]{3},? /.test(text)) return null;
-  const at = Date.parse(text);
+  if (!/^[A-Za-z]{3,9},? /.test(text)) return null;
+  const at = Date.parse(/\b(GMT|UTC)$/i.test(text) ? text : `${text} GMT`);
   return Number.isNaN(at) ? null : Math.max(0, at - now);
 }

@@ -30,6 +30,15 @@ describe('checkCallbackUrl', () => {
     [42, /absolute http or https URL/],
     [null, /absolute http or https URL/],
     [`https://example.com/${'a'.repeat(2100)}`, /longer than 2048/],
+    ['https://example.com/x\nInjected: 1', /spaces or control characters/],
+    ['https://example.com/a\tb', /spaces or control characters/],
+    ['https://example.com/a b', /spaces or control characters/],
+    ['https://example.com/a\u0000', /spaces or control characters/],
+    ['http:\\\\example.com\\hook', /backslash/],
+    ['https://example.com\\hook', /backslash/],
+    ['http:example.com/hook', /http:\/\/ or https:\/\//],
+    ['http:/example.com/hook', /http:\/\/ or https:\/\//],
+    ['https://example.com:0/hook', /port must be between 1 and 65535/],
   ])('refuses %j', (url, message) => {
     const r = checkCallbackUrl(url);
     expect(r.ok).toBe(false);

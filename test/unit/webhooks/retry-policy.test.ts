@@ -16,12 +16,36 @@ describe('nextRetry', () => {
     expect(nextRetry([0.05], 2, null)).toEqual({ kind: 'exhausted' });
   });
 
-  it('honours Retry-After within [scheduled delay, max(2 × scheduled, 60 s)], at most an hour', () => {
+  it('honours Retry-After within [scheduled delay, max(2 × scheduled, 60 s)], at most an hour past the schedule', () => {
     expect(nextRetry(SCHEDULE, 1, 20_000)).toEqual({ kind: 'retry', delayMs: 20_000 });
     expect(nextRetry(SCHEDULE, 1, 1000)).toEqual({ kind: 'retry', delayMs: 5000 });
     expect(nextRetry(SCHEDULE, 1, 3_600_000)).toEqual({ kind: 'retry', delayMs: 60_000 });
     expect(nextRetry(SCHEDULE, 3, 3_600_000)).toEqual({ kind: 'retry', delayMs: 240_000 });
-    expect(nextRetry([7200], 1, 86_400_000)).toEqual({ kind: 'retry', delayMs: 3_600_000 });
+    expect(nextRetry([7200], 1, 86_400_000)).toEqual({ kind: 'retry', delayMs: 10_800_000 });
+  });
+
+  it('never retries sooner than the schedule, however long its delays', () => {
+    for (const retryAfterMs of [0, 1000, 3_600_000, 86_400_000]) {
+      for (const seconds of [7200, 14_400, 29_845]) {
+        const decision = nextRetry([seconds], 1, retryAfterMs);
+        expect(decision.kind === 'retry' && decision.delayMs >= seconds * 1000, `${seconds} s scheduled, Retry-After ${retryAfterMs} ms`).toBe(true);
+      }
+    }
+  });
+
+  it('keeps the default 24 h window when every answer carries a Retry-After', () => {
+    const schedule = loadConfig({}).webhooks.retryScheduleSeconds;
+    const span = (retryAfterMs: number) => {
+      let total = 0;
+      for (let attempts = 1; ; attempts++) {
+        const decision = nextRetry(schedule, attempts, retryAfterMs);
+        if (decision.kind === 'exhausted') return total;
+        total += decision.delayMs;
+      }
+    };
+    expect(span(0)).toBe(24 * 3600 * 1000);
+    expect(span(86_400_000)).toBeGreaterThan(24 * 3600 * 1000);
+    expect(span(86_400_000)).toBeLessThanOrEqual(24 * 3600 * 1000 + schedule.length * 3_600_000);
   });
 
   it('gives a window equal to the schedule`s sum (the default is 24 h)', () => {
@@ -36,6 +60,10 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter('120', now)).toBe(120_000);
     expect(parseRetryAfter('Wed, 01 May 2024 00:01:00 GMT', now)).toBe(60_000);
     expect(parseRetryAfter('Tue, 30 Apr 2024 00:00:00 GMT', now)).toBe(0);
+  });
+  it('reads the two obsolete HTTP date formats too, as GMT', () => {
+    expect(parseRetryAfter('Wednesday, 01-May-24 00:02:00 GMT', now)).toBe(120_000);
+    expect(parseRetryAfter('Wed May  1 00:03:00 2024', now)).toBe(180_000);
   });
   it('ignores what it cannot read', () => {
     expect(parseRetryAfter(undefined, now)).toBeNull();
