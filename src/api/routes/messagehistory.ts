@@ -28,7 +28,9 @@ import { defineResource } from '../resource.js';
  * - Comment is the raw SMTP text the event carried: a bounce's `comment`, else `smtp_reply`
  *   (sent, deferred); "" when none;
  * - Useragent is the raw user agent of an open, click or unsub; UseragentID the id of the parsed
- *   user agent, the same id /clickstatistics and /openinformation give (0 when none);
+ *   user agent, the same id /clickstatistics and /openinformation give: an open or click has
+ *   one even when it carried no user agent (that of the empty agent, as those routes give), any
+ *   other event 0 unless it carried one;
  * - order: event time, then pipeline stage (queued, deferred, sent, bounce / blocked, open, click,
  *   spam, unsub), then EventID, so it never depends on arrival order. Sort: EventAt, both
  *   directions;

@@ -108,13 +108,17 @@ export function selectionOf(q: z.output<typeof query>, apiKeyId: string, nowSeco
     timing ??= TYPE_LETTERS.timing[t as keyof typeof TYPE_LETTERS.timing];
     resolution ??= TYPE_LETTERS.resolution[r as keyof typeof TYPE_LETTERS.resolution];
   }
-  if (q.CampaignID !== undefined) {
-    source ??= 'Campaign';
-    ids ??= [q.CampaignID];
-  }
-  if (q.APIKeyID !== undefined) {
-    source ??= 'APIKey';
-    ids ??= [q.APIKeyID];
+  // The shortcuts stand for a source and its id: CampaignID=7 is CounterSource=Campaign&SourceID=7.
+  for (const [shortcut, value, implied] of [
+    ['CampaignID', q.CampaignID, 'Campaign'],
+    ['APIKeyID', q.APIKeyID, 'APIKey'],
+  ] as const) {
+    if (value === undefined) continue;
+    source ??= implied;
+    if (source !== implied) {
+      throw apiErrors.badRequest(`Invalid parameter combination: ${shortcut} stands for CounterSource=${implied}&SourceID=${value}; it cannot be used with CounterSource=${source}`);
+    }
+    ids ??= [value];
   }
   const missing = [source === undefined && 'CounterSource', timing === undefined && 'CounterTiming', resolution === undefined && 'CounterResolution'].filter(Boolean);
   if (source === undefined || timing === undefined || resolution === undefined) {

@@ -81,6 +81,10 @@ describe('GET /v3/REST/statcounters', () => {
     ['CounterSource=APIKey&CounterTiming=Message&CounterResolution=Lifetime&Limit=1001', /Limit: must be at most 1000/],
     ['CounterSource=APIKey&CounterTiming=Message&CounterResolution=Lifetime&Sort=Email', /Sort: "Email" is not a sortable property/],
     ['CounterSource=Campaign&SourceID=-1&CounterTiming=Message&CounterResolution=Lifetime', /SourceID/],
+    ['CounterSource=Campaign&CounterTiming=Message&CounterResolution=Lifetime&APIKeyID=7', /APIKeyID stands for CounterSource=APIKey&SourceID=7; it cannot be used with CounterSource=Campaign/],
+    ['CounterSource=APIKey&CounterTiming=Message&CounterResolution=Lifetime&CampaignID=7', /CampaignID stands for CounterSource=Campaign/],
+    ['CounterType=AML&CampaignID=7', /CampaignID stands for CounterSource=Campaign/],
+    ['CampaignID=7&APIKeyID=1&CounterTiming=Message&CounterResolution=Lifetime', /APIKeyID stands for CounterSource=APIKey/],
   ])('answers 400 naming the parameter for %s', async (qs, message) => {
     const res = await f.get(`/v3/REST/statcounters?${qs}`);
     expect(res.status).toBe(400);
