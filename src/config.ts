@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { allowListEntryProblem } from './webhooks/ssrf-guard.js';
@@ -53,6 +54,33 @@ const allowList = z
     }
   });
 
+/**
+ * The proxies in front whose `X-Forwarded-For` names the client (fastify's `trustProxy`): unset
+ * or `false`, none (the socket's peer is the client); else their addresses, CIDRs, or
+ * `loopback` / `linklocal` / `uniquelocal`. Trusting every hop (`true`) or a hop count is not
+ * offered: a client reaching the service directly could then name itself whatever it likes.
+ */
+const trustProxy = z
+  .string()
+  .transform((v) => v.trim())
+  .superRefine((v, ctx) => {
+    if (/^(false|0|no)$/.test(v)) return;
+    for (const entry of v.split(',').map((s) => s.trim())) {
+      const problem = trustedProxyProblem(entry);
+      if (problem !== null) ctx.addIssue({ code: 'custom', message: `must be false or the proxies' comma-separated addresses and CIDRs (or loopback, linklocal, uniquelocal): ${problem}` });
+    }
+  })
+  .transform((v): false | string[] => (/^(false|0|no)$/.test(v) ? false : v.split(',').map((s) => s.trim())));
+
+function trustedProxyProblem(entry: string): string | null {
+  if (['loopback', 'linklocal', 'uniquelocal'].includes(entry)) return null;
+  const [address = '', prefix, ...rest] = entry.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return `"${entry}" is not an IP address or CIDR`;
+  if (prefix !== undefined && !(/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128))) return `"${entry}" has an invalid prefix length`;
+  return null;
+}
+
 const natsToken = z.string().regex(/^[A-Za-z0-9_-]+$/, { message: 'may hold only letters, digits, _ and -' });
 
 /**
@@ -89,6 +117,7 @@ const envSchema = z.object({
   TLS_CERT: z.string().min(1).optional(),
   TLS_KEY: z.string().min(1).optional(),
   ALLOW_INSECURE_HTTP: bool.default(false),
+  TRUST_PROXY: trustProxy.default(false),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PG_POOL_SIZE: int(2, 200).default(10),
   INGEST_BATCH_SIZE: int(1, 10_000).default(2000),
@@ -139,6 +168,8 @@ export interface Config {
     readonly host: string;
     readonly tls: { readonly certFile: string; readonly keyFile: string } | null;
     readonly allowInsecureHttp: boolean;
+    /** Proxies whose `X-Forwarded-For` names the client: none (false), or their addresses and CIDRs. */
+    readonly trustProxy: false | readonly string[];
   };
   readonly logLevel: string;
   /** Per-key request budget (0 = off) and failed logins allowed per client address per minute. */
@@ -228,6 +259,7 @@ export function loadConfig(env: Env = process.env): Config {
       host: e.HOST,
       tls: e.TLS_CERT !== undefined && e.TLS_KEY !== undefined ? { certFile: e.TLS_CERT, keyFile: e.TLS_KEY } : null,
       allowInsecureHttp: e.ALLOW_INSECURE_HTTP,
+      trustProxy: e.TRUST_PROXY,
     },
     logLevel: e.LOG_LEVEL,
     api: {

@@ -26,6 +26,9 @@ export function createServer(http: Config['http'], log: Logger): FastifyInstance
   const options: FastifyServerOptions = {
     loggerInstance: log,
     bodyLimit: DEFAULT_BODY_LIMIT,
+    // Behind proxies, the client's address (failed logins are counted per address) is the one
+    // they name; otherwise the socket's peer.
+    trustProxy: http.trustProxy === false ? false : [...http.trustProxy],
     routerOptions: { caseSensitive: false, ignoreTrailingSlash: true },
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,

@@ -53,6 +53,16 @@ describe('loadConfig', () => {
     expect(problems({ TLS_CERT: '/x.pem' })).toEqual(['TLS_CERT and TLS_KEY must be set together']);
   });
 
+  it('trusts no proxy by default, and names them by address, CIDR or preset', () => {
+    expect(loadConfig({}).http.trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: 'false' }).http.trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.5, 172.16.0.0/12,loopback, fd00::/8' }).http.trustProxy).toEqual(['10.0.0.5', '172.16.0.0/12', 'loopback', 'fd00::/8']);
+    expect(problems({ TRUST_PROXY: 'true' })).toEqual([expect.stringMatching(/^TRUST_PROXY .*"true" is not an IP address or CIDR/)]);
+    expect(problems({ TRUST_PROXY: '2' })).toEqual([expect.stringMatching(/^TRUST_PROXY .*"2" is not an IP address or CIDR/)]);
+    expect(problems({ TRUST_PROXY: '10.0.0.0/33' })).toEqual([expect.stringMatching(/invalid prefix length/)]);
+    expect(problems({ TRUST_PROXY: 'proxy.internal' })).toEqual([expect.stringMatching(/not an IP address or CIDR/)]);
+  });
+
   it('treats empty values as unset', () => {
     expect(loadConfig({ PORT: '', DATABASE_URL: ' ' }).http.port).toBe(3000);
   });

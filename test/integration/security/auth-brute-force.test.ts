@@ -81,3 +81,37 @@ describe('failed Basic-auth attempts', () => {
     for (const e of ENDPOINTS) expect((await call(e, attacker, basic(t.key.ApiKey, t.key.SecretKey))).status, e.url).toBe(429);
   });
 });
+
+describe('behind a trusted proxy (TRUST_PROXY)', () => {
+  const PROXY = '10.0.0.7';
+  let behind: Service;
+  let proxied: FastifyInstance;
+
+  beforeAll(async () => {
+    const { NATS_URL: _nats, ...withoutNats } = t.env;
+    behind = await startService(loadConfig({ ...withoutNats, TRUST_PROXY: '10.0.0.0/8' }), ['api'], quietLogger());
+    proxied = behind.http as FastifyInstance;
+  });
+
+  afterAll(async () => {
+    await behind?.stop();
+  });
+
+  const viaProxy = async (client: string, authorization: string, peer = PROXY) =>
+    (await proxied.inject({ method: 'GET', url: '/v3/REST/eventcallbackurl', remoteAddress: peer, headers: { authorization, 'x-forwarded-for': client } })).statusCode;
+
+  it('counts failures per client the proxy names, so one client cannot lock out the others', async () => {
+    const right = basic(t.key.ApiKey, t.key.SecretKey);
+    for (let n = 0; n < LIMIT; n++) expect(await viaProxy('203.0.113.50', basic(t.key.ApiKey, `guess-${n}`))).toBe(401);
+    expect(await viaProxy('203.0.113.50', right)).toBe(429);
+    expect(await viaProxy('198.51.100.50', right)).toBe(200);
+  });
+
+  it('takes X-Forwarded-For only from the proxies it names', async () => {
+    const right = basic(t.key.ApiKey, t.key.SecretKey);
+    const direct = '192.0.2.60';
+    for (let n = 0; n < LIMIT; n++) expect(await viaProxy(`198.51.100.${60 + n}`, basic(t.key.ApiKey, `guess-${n}`), direct)).toBe(401);
+    // Each forged X-Forwarded-For came straight from one peer: that peer is the client.
+    expect(await viaProxy('198.51.100.99', right, direct)).toBe(429);
+  });
+});

@@ -156,8 +156,8 @@ describe('limits', () => {
 
 describe('transport', () => {
   it('refuses plain HTTP off loopback unless allowed', () => {
-    expect(() => createServer({ port: 0, host: '0.0.0.0', tls: null, allowInsecureHttp: false }, quietLogger())).toThrow(/Refusing to serve plain HTTP/);
-    expect(() => createServer({ port: 0, host: '0.0.0.0', tls: null, allowInsecureHttp: true }, quietLogger())).not.toThrow();
-    expect(() => createServer({ port: 0, host: '127.0.0.1', tls: null, allowInsecureHttp: false }, quietLogger())).not.toThrow();
+    expect(() => createServer({ port: 0, host: '0.0.0.0', tls: null, allowInsecureHttp: false, trustProxy: false }, quietLogger())).toThrow(/Refusing to serve plain HTTP/);
+    expect(() => createServer({ port: 0, host: '0.0.0.0', tls: null, allowInsecureHttp: true, trustProxy: false }, quietLogger())).not.toThrow();
+    expect(() => createServer({ port: 0, host: '127.0.0.1', tls: null, allowInsecureHttp: false, trustProxy: false }, quietLogger())).not.toThrow();
   });
 });
