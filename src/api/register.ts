@@ -80,13 +80,12 @@ const READ_ONLY = ['GET'] as const;
 export function refuseOtherMethods(scope: FastifyInstance, url: string, allowed: readonly string[]): void {
   const others = (['POST', 'PUT', 'DELETE', 'PATCH'] as const).filter((m) => !allowed.includes(m));
   if (others.length === 0) return;
-  scope.route({
-    method: others,
-    url,
-    handler: async (req) => {
-      throw apiErrors.methodNotAllowed(req.method, allowed);
-    },
-  });
+  const refuse = async (req: FastifyRequest): Promise<never> => {
+    throw apiErrors.methodNotAllowed(req.method, allowed);
+  };
+  // Refused once the caller is known (the scope's hooks run first: 401 before 405), before
+  // any body is read: a body this resource would never take cannot turn the 405 into a 415.
+  scope.route({ method: others, url, onRequest: refuse, handler: refuse });
 }
 
 function mountResource(scope: FastifyInstance, db: Kysely<Database>, resource: Resource, cache: ResponseCache | null): void {

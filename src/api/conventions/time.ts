@@ -6,7 +6,8 @@ export function rfc3339(unixSeconds: bigint | number | string | null | undefined
   return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
-const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$/i;
+// The zone may also be ` hh:mm`: a `+hh:mm` sent unencoded in a query string arrives so.
+const ISO = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2}| \d{2}:\d{2})?$/i;
 const MAX_SECONDS = 253_402_300_799; // 9999-12-31T23:59:59Z
 
 /**
@@ -23,7 +24,10 @@ export function parseTimestamp(text: string): number | null {
   if (m === null) return null;
   const [, y, mo, d, h = '00', mi = '00', s = '00', zone] = m;
   let offset = 'Z';
-  if (zone !== undefined && zone.toUpperCase() !== 'Z') offset = zone.length === 5 ? `${zone.slice(0, 3)}:${zone.slice(3)}` : zone;
+  if (zone !== undefined && zone.toUpperCase() !== 'Z') {
+    const signed = zone.startsWith(' ') ? `+${zone.slice(1)}` : zone;
+    offset = signed.length === 5 ? `${signed.slice(0, 3)}:${signed.slice(3)}` : signed;
+  }
   const ms = Date.parse(`${y}-${mo}-${d}T${h}:${mi}:${s}${offset}`);
   if (Number.isNaN(ms)) return null;
   // Date.parse rolls 2024-02-31 over into March: refuse dates that do not exist.

@@ -101,6 +101,11 @@ describe('GET /v3/REST/statcounters', () => {
     const post = await f.request('POST', '/v3/REST/statcounters', { body: {} });
     expect(post).toMatchObject({ status: 405, body: { StatusCode: 405 } });
     expect(post.headers['allow']).toBe('GET');
+    // Whatever the body: the method is refused before any body is read.
+    for (const [type, body] of [['text/plain', 'hello'], ['application/json', '{not json']]) {
+      expect(await f.request('POST', '/v3/REST/statcounters', { body, headers: { 'content-type': type } })).toMatchObject({ status: 405, body: { StatusCode: 405 } });
+    }
+    expect((await f.request('DELETE', '/v3/REST/statcounters', { key: null })).status).toBe(401);
     expect(await f.get('/v3/REST/nosuchthing')).toMatchObject({ status: 404, body: { StatusCode: 404 } });
   });
 });

@@ -20,9 +20,12 @@ describe('timestamps', () => {
     ['2023-11-14 22:13:20', 1_700_000_000],
     ['2023-11-14T22:13:20.999Z', 1_700_000_000],
     ['2023-11-14', 1_699_920_000],
+    // `+01:00` unencoded in a query string arrives as ` 01:00`.
+    ['2023-11-14T23:13:20 01:00', 1_700_000_000],
+    ['2023-11-14 23:13:20 01:00', 1_700_000_000],
   ])('reads %s', (text, seconds) => expect(parseTimestamp(text)).toBe(seconds));
 
-  it.each(['yesterday', '2023-02-30T00:00:00Z', '2023-13-01', '99999999999999', '-5', '1e9', ''])('refuses %j', (text) => expect(parseTimestamp(text)).toBeNull());
+  it.each(['yesterday', '2023-02-30T00:00:00Z', '2023-13-01', '99999999999999', '-5', '1e9', '', '2023-11-14T23:13:20 0100'])('refuses %j', (text) => expect(parseTimestamp(text)).toBeNull());
 
   it('writes RFC 3339 with Z, and "" for none', () => {
     expect(rfc3339(1_700_000_000n)).toBe('2023-11-14T22:13:20Z');
