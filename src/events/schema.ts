@@ -22,6 +22,12 @@ function toDecimalId(v: unknown, max: bigint, what: string, ctx: z.RefinementCtx
   // Fast paths for the common spellings; everything else goes through the checks below.
   if (typeof v === 'number' && Number.isSafeInteger(v) && v >= 0) return String(v);
   if (typeof v === 'bigint' && v >= 0n && v <= max) return v.toString();
+  // Bare integers past 2^53 arrive as bigints (exact-json.ts): a number that large was written
+  // with a decimal point or an exponent, and a double has already lost its last digits.
+  if (typeof v === 'number' && Number.isInteger(v) && !Number.isSafeInteger(v)) {
+    ctx.addIssue({ code: 'custom', message: `must be ${what} written as plain digits (or a string of them): a number past 2^53 with a decimal point or exponent has lost its last digits, got ${describeValue(v)}` });
+    return '';
+  }
   const text = typeof v === 'string' ? v.trim() : typeof v === 'bigint' || (typeof v === 'number' && Number.isInteger(v)) ? String(v) : '';
   if (!/^\d{1,20}$/.test(text) || BigInt(text) > max) {
     ctx.addIssue({ code: 'custom', message: `must be ${what} (an integer from 0 to ${max}), got ${describeValue(v)}` });

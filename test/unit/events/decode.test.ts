@@ -94,6 +94,19 @@ describe('decodeEvent: bad payloads are rejected with a precise reason', () => {
     });
   }
 
+  it('refuses a 64-bit id written with a decimal point or exponent, whose digits a double has lost', () => {
+    const text = (messageId: string, campaignId = '1') => `{"event":"sent","time":1433333949,"MessageID":${messageId},"email":"r@x.co","mj_campaign_id":${campaignId}}`;
+    for (const spelling of ['19421777835146491.0', '1.9421777835146491e16', '9007199254740993.0']) {
+      expect(reject(text(spelling))).toMatch(/^MessageID: must be a 64-bit unsigned integer written as plain digits/);
+    }
+    expect(reject(text('1', '9007199254740993.0'))).toMatch(/^mj_campaign_id: .*plain digits/);
+    // Within 2^53 such a spelling is exact, and read as the integer it is.
+    expect(accept(text('19421777.0')).message_id).toBe('19421777');
+    // In an HTTP batch (one JSON array), the two ids are told apart, not merged into one.
+    const batch = parseExactJson(`[${text('19421777835146491.0')},${text('19421777835146492')}]`) as unknown[];
+    expect(batch.map((v) => decodeEventValue(v, ctx).ok)).toEqual([false, true]);
+  });
+
   it('rejects bytes that are not UTF-8', () => {
     const result = decodeEventBytes(new Uint8Array([0x7b, 0xff, 0xfe, 0x7d]), ctx);
     expect(result).toEqual({ ok: false, reason: 'body is not valid UTF-8' });
