@@ -44,7 +44,7 @@ export async function importFile(
   const inFlight = new Set<Promise<void>>();
 
   const write = async (lines: JsonLine[]) => {
-    const values = lines.map((l) => parseLine(l.text));
+    const values = lines.map((l): ParsedLine => (l.problem !== undefined ? { ok: false, reason: l.problem } : parseLine(l.text)));
     const ids = values.map((v) => (v.ok ? lineTenant(v.value, opts.apiKeyId) : null));
     await tenants.ensureLoaded(ids.filter((id): id is string => id !== null));
     const rows: LogEventRow[] = [];
@@ -116,6 +116,6 @@ function importDeadLetter(line: JsonLine, apiKeyId: string | null, reason: strin
     source: 'import',
     api_key_id: apiKeyId,
     reason: `line ${line.lineNo}: ${reason}`,
-    raw: Buffer.from(line.text),
+    raw: Buffer.from(line.bytes),
   };
 }

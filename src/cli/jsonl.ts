@@ -1,25 +1,56 @@
 import { createReadStream, statSync } from 'node:fs';
-import { createInterface } from 'node:readline';
 
 export interface JsonLine {
   lineNo: number;
   text: string;
+  /** The line's bytes as read (what a dead letter keeps). */
+  bytes: Uint8Array;
+  /** Why the line cannot be an event whatever it holds (its bytes are not UTF-8); else undefined. */
+  problem?: string;
 }
 
-/** The non-blank lines of a JSONL file, with the bytes read so far for progress reporting. */
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+const lenient = new TextDecoder('utf-8');
+const BOM = [0xef, 0xbb, 0xbf];
+
+/**
+ * The non-blank lines of a JSONL file, with the bytes read so far for progress reporting. Lines
+ * are cut from the bytes and each decoded as strict UTF-8, as live ingest does: a line that is
+ * not UTF-8 comes with a `problem` instead of having its bytes replaced by U+FFFD. A byte order
+ * mark at the start of the file is skipped; `\r\n` line ends are taken as `\n`.
+ */
 export function openJsonLines(path: string): { size: number; bytesRead: () => number; lines: AsyncIterable<JsonLine> } {
   const size = statSync(path).size;
   const stream = createReadStream(path, { highWaterMark: 1024 * 1024 });
   let bytes = 0;
-  stream.on('data', (chunk) => {
-    bytes += chunk.length;
-  });
-  const rl = createInterface({ input: stream, crlfDelay: Infinity });
   async function* lines(): AsyncGenerator<JsonLine> {
     let lineNo = 0;
-    for await (const text of rl) {
+    let rest: Buffer = Buffer.alloc(0);
+    const line = (raw: Buffer): JsonLine | null => {
       lineNo++;
-      if (text.trim() !== '') yield { lineNo, text };
+      let b = raw.length > 0 && raw[raw.length - 1] === 0x0d ? raw.subarray(0, raw.length - 1) : raw;
+      if (lineNo === 1 && BOM.every((byte, i) => b[i] === byte)) b = b.subarray(BOM.length);
+      try {
+        const text = utf8.decode(b);
+        return text.trim() === '' ? null : { lineNo, text, bytes: b };
+      } catch {
+        return { lineNo, text: lenient.decode(b), bytes: b, problem: 'line is not valid UTF-8' };
+      }
+    };
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      bytes += chunk.length;
+      const buf = rest.length > 0 ? Buffer.concat([rest, chunk]) : chunk;
+      let start = 0;
+      for (let nl = buf.indexOf(0x0a); nl >= 0; nl = buf.indexOf(0x0a, start)) {
+        const l = line(buf.subarray(start, nl));
+        if (l !== null) yield l;
+        start = nl + 1;
+      }
+      rest = Buffer.from(buf.subarray(start));
+    }
+    if (rest.length > 0) {
+      const l = line(rest);
+      if (l !== null) yield l;
     }
   }
   return { size, bytesRead: () => bytes, lines: lines() };

@@ -64,6 +64,7 @@ async function publishToNats(config: Config, path: string, apiKeyIdFlag: string 
 type Target = { ok: true; subject: string; msgId: string } | { ok: false; reason: string };
 
 function natsTarget(line: JsonLine, apiKeyIdFlag: string | undefined, prefix: string): Target {
+  if (line.problem !== undefined) return { ok: false, reason: line.problem };
   let value: unknown;
   try {
     value = parseExactJson(line.text);
@@ -105,6 +106,10 @@ async function publishToHttp(config: Config, path: string, urlFlag: string | und
   };
   try {
     for await (const line of input.lines) {
+      if (line.problem !== undefined) {
+        summary.Skipped.push({ Line: line.lineNo, Reason: line.problem });
+        continue;
+      }
       try {
         stringifyExactJson(parseExactJson(line.text));
       } catch {

@@ -102,7 +102,7 @@ describe('GET /v3/REST/statcounters', () => {
     expect(post).toMatchObject({ status: 405, body: { StatusCode: 405 } });
     expect(post.headers['allow']).toBe('GET');
     // Whatever the body: the method is refused before any body is read.
-    for (const [type, body] of [['text/plain', 'hello'], ['application/json', '{not json']]) {
+    for (const [type, body] of [['text/plain', 'hello'], ['application/json', '{not json']] as const) {
       expect(await f.request('POST', '/v3/REST/statcounters', { body, headers: { 'content-type': type } })).toMatchObject({ status: 405, body: { StatusCode: 405 } });
     }
     expect((await f.request('DELETE', '/v3/REST/statcounters', { key: null })).status).toBe(401);

@@ -1,0 +1,48 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { type JsonLine, openJsonLines } from '../../../src/cli/jsonl.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'mailtally-jsonl-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function read(name: string, bytes: Buffer): Promise<JsonLine[]> {
+  const path = join(dir, name);
+  writeFileSync(path, bytes);
+  const out: JsonLine[] = [];
+  for await (const l of openJsonLines(path).lines) out.push(l);
+  return out;
+}
+
+describe('openJsonLines', () => {
+  it('skips a byte order mark and blank lines, takes \\r\\n as \\n and a last line without one', async () => {
+    const lines = await read('bom.jsonl', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"a":1}\r\n\r\n  \n{"b":"é"}')]));
+    expect(lines.map(({ lineNo, text, problem }) => ({ lineNo, text, problem }))).toEqual([
+      { lineNo: 1, text: '{"a":1}', problem: undefined },
+      { lineNo: 4, text: '{"b":"é"}', problem: undefined },
+    ]);
+  });
+
+  it('gives a line that is not UTF-8 a problem and keeps its bytes, never U+FFFD in their place', async () => {
+    const bad = Buffer.concat([Buffer.from('{"agent":"Moz'), Buffer.from([0xff, 0xfe]), Buffer.from('illa"}')]);
+    const lines = await read('bad.jsonl', Buffer.concat([Buffer.from('{"a":1}\n'), bad, Buffer.from('\n{"c":3}\n')]));
+    expect(lines.map((l) => [l.lineNo, l.problem])).toEqual([
+      [1, undefined],
+      [2, 'line is not valid UTF-8'],
+      [3, undefined],
+    ]);
+    expect(Buffer.from((lines[1] as JsonLine).bytes).equals(bad)).toBe(true);
+  });
+
+  it('decodes a character whose bytes straddle two reads', async () => {
+    // The file is read 1 MiB at a time: put a two-byte character across that boundary.
+    const head = `{"x":"${'a'.repeat(1024 * 1024 - 7)}`; // 1 MiB − 1 bytes
+    const lines = await read('big.jsonl', Buffer.from(`${head}é"}\n{"y":2}\n`));
+    expect(lines.map((l) => [l.lineNo, l.problem, l.text.length])).toEqual([
+      [1, undefined, head.length + 3],
+      [2, undefined, 7],
+    ]);
+    expect((lines[0] as JsonLine).text.endsWith('é"}')).toBe(true);
+  });
+});
