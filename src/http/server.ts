@@ -47,7 +47,7 @@ export function createServer(http: Config['http'], log: Logger): FastifyInstance
       : Fastify(options);
 
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
     let text: string;
     try {
       // Fatal: bytes that are not UTF-8 are refused, never silently replaced by U+FFFD.
@@ -59,6 +59,8 @@ export function createServer(http: Config['http'], log: Logger): FastifyInstance
     if (nestedDeeperThan(text, MAX_JSON_DEPTH)) {
       return done(apiErrors.badRequest(`Request body is nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
     }
+    // A route that parses its body itself (POST /v1/events: each event on its own) gets the text.
+    if ((req.routeOptions.config as { jsonText?: boolean } | undefined)?.jsonText === true) return done(null, text);
     try {
       done(null, parseExactJson(text));
     } catch (err) {

@@ -2,11 +2,11 @@ import type { FastifyInstance } from 'fastify';
 import type { Db } from '../db/connect.js';
 import type { NewDeadLetter } from '../db/schema.js';
 import { type LogEventRow, decodeEventValue } from '../events/decode.js';
-import { stringifyExactJson } from '../events/exact-json.js';
 import { type AuthFailures, authenticate } from '../http/auth.js';
 import { apiErrors } from '../http/errors.js';
 import type { KeyVerifier } from '../keys/key-store.js';
 import { type BatchOutcome, writeBatch } from './batch-writer.js';
+import { type EventArrayItem, eventArrayItems } from './event-array.js';
 
 export const MAX_EVENTS_PER_REQUEST = 1000;
 
@@ -23,39 +23,38 @@ export interface IngestSummary {
  * transaction; the answer says which was which.
  */
 export function registerHttpIngest(app: FastifyInstance, deps: { db: Db; verifier: KeyVerifier; authFailures?: AuthFailures }): void {
-  app.post('/v1/events', { bodyLimit: 16 * 1024 * 1024 }, async (req, reply) => {
+  // The body arrives as text (`jsonText`): each event is parsed on its own (event-array.ts).
+  app.post('/v1/events', { bodyLimit: 16 * 1024 * 1024, config: { jsonText: true } }, async (req, reply) => {
     const principal = await authenticate(req, deps.verifier, deps.authFailures);
     if (principal.readOnly) throw apiErrors.forbidden('This API key is read-only: it may not send events.');
-    const body = req.body;
-    if (!Array.isArray(body)) throw apiErrors.badRequest('Request body must be a JSON array of events');
-    if (body.length > MAX_EVENTS_PER_REQUEST) {
-      throw apiErrors.badRequest(`Too many events: ${body.length} in one request, at most ${MAX_EVENTS_PER_REQUEST}`);
-    }
+    if (typeof req.body !== 'string') throw apiErrors.badRequest('Request body must be a JSON array of events');
+    const items = eventArrayItems(req.body, MAX_EVENTS_PER_REQUEST);
 
     const rows: LogEventRow[] = [];
     const rowIndex: number[] = [];
     const letters: NewDeadLetter[] = [];
     const errors: IngestSummary['Errors'] = [];
-    const deadLetter = (value: unknown, reason: string): NewDeadLetter => ({
+    // A dead letter keeps the event's own text, as it was sent.
+    const deadLetter = (item: EventArrayItem, reason: string): NewDeadLetter => ({
       source: 'http',
       api_key_id: principal.apiKeyId,
       reason,
-      raw: Buffer.from(stringifyExactJson(value)),
+      raw: Buffer.from(item.text),
     });
-    for (const [i, value] of body.entries()) {
-      const decoded = decodeEventValue(value, { apiKeyId: principal.apiKeyId });
+    for (const [i, item] of items.entries()) {
+      const decoded = 'error' in item ? ({ ok: false, reason: item.error } as const) : decodeEventValue(item.value, { apiKeyId: principal.apiKeyId }, item.text);
       if (decoded.ok) {
         rows.push(decoded.row);
         rowIndex.push(i);
       } else {
-        letters.push(deadLetter(value, decoded.reason));
+        letters.push(deadLetter(item, decoded.reason));
         errors.push({ Index: i, Reason: decoded.reason });
       }
     }
 
     let outcome: BatchOutcome;
     try {
-      outcome = await writeBatch(deps.db, rows, letters, (i, reason) => deadLetter(body[rowIndex[i] as number], reason));
+      outcome = await writeBatch(deps.db, rows, letters, (i, reason) => deadLetter(items[rowIndex[i] as number] as EventArrayItem, reason));
     } catch (err) {
       req.log.warn({ err }, 'event log unavailable');
       throw apiErrors.unavailable('The event log is unavailable; nothing was stored. Retry shortly.');
