@@ -81,6 +81,7 @@ export async function runReplay(config: Config, only: string | undefined): Promi
 function selectProjections(only: string | undefined): Projection[] {
   if (only === undefined) return [...PROJECTIONS];
   const names = only.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  if (names.length === 0) throw new Error(`--projection needs a projection name (several comma-separated); projections are ${PROJECTIONS.map((p) => p.name).join(', ')}`);
   const unknown = names.filter((n) => findProjection(n) === undefined);
   if (unknown.length > 0) {
     throw new Error(`Unknown projection ${unknown.map((n) => `"${n}"`).join(', ')}; projections are ${PROJECTIONS.map((p) => p.name).join(', ')}`);

@@ -14,6 +14,7 @@ import { createShadowStatements, loadCountersAndIndex } from './finish-shadows.j
 import { byTimeThenId, type GroupKey, groupKeyOf, groupKeyString, partitionFilter, readEventRange } from './read-groups.js';
 import { buildShadowsBySql, hasSetBasedSql } from './set-rebuild.js';
 import { openShadowRows, type ShadowRows } from './shadow-rows.js';
+import { stopPoint } from './stop-point.js';
 import { execAll, SHADOW, swapStatements } from './tables.js';
 import { writeDeltas } from './write-delta.js';
 
@@ -98,6 +99,14 @@ export async function replay(db: Db, projections: readonly Projection[], options
   }
   try {
     return await rebuild(db, projections, options);
+  } catch (err) {
+    // Stopped (Ctrl-C) or failed: its shadow tables go too, while it still holds their leases.
+    // If the database is gone, the next run drops them before it builds.
+    await execAll(
+      db.kysely,
+      projections.flatMap((p) => p.tables.map((t) => `DROP TABLE IF EXISTS ${t.name}${SHADOW}`)),
+    ).catch(() => {});
+    throw err;
   } finally {
     await leases.release();
   }
@@ -127,7 +136,7 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
   const report = { projections: projections.map((p) => p.name), position: head, events: Number(head), groups: groupCount, rows, spills };
   if (options.mode === 'verify') return { ...report, differences: await compareWithLive(db, tables) };
   const position = await catchUp(db, projections, head, options, progress);
-  options.signal?.throwIfAborted();
+  await stopPoint(options.signal);
   await swap(db, projections, position);
   progress({ phase: 'swap', done: 1, total: 1 });
   return { ...report, position };
@@ -196,7 +205,7 @@ async function readGroups(
   const groups = new Map<string, PendingGroup>();
   let after = 0n;
   for (;;) {
-    options.signal?.throwIfAborted();
+    await stopPoint(options.signal);
     const events = await readEventRange(db.kysely, after, head, options.readBatch, filter);
     const last = events.at(-1);
     if (last === undefined) break;
@@ -343,7 +352,7 @@ async function foldByMessage(
 async function catchUp(db: Db, projections: readonly Projection[], from: bigint, options: ReplayOptions, progress: (p: ReplayProgress) => void): Promise<bigint> {
   let position = from;
   for (;;) {
-    options.signal?.throwIfAborted();
+    await stopPoint(options.signal);
     const head = await logHead(db.kysely);
     if (head - position <= options.catchUpBatch) return position;
     const cursors: Cursor[] = projections.map((projection) => ({ projection, position }));

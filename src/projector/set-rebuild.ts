@@ -7,6 +7,7 @@ import type { Db } from '../db/connect.js';
 import { holdLeases, REPLAY_LEASE_MS } from '../log/leases.js';
 import { keyStatements, runTasks, type Task } from './finish-shadows.js';
 import type { ReplayProgress } from './replay.js';
+import { stopPoint } from './stop-point.js';
 import { allColumns, createIndexStatements, createTableStatements, execAll, SHADOW, sumByKeySql } from './tables.js';
 
 /**
@@ -186,10 +187,10 @@ export function insertStatement(spec: TableSpec, select: string, head: bigint, r
 /** Runs statements in one transaction; returns the last one's row count. */
 type Exec = (...statements: string[]) => Promise<number>;
 
-/** Statements run with `work_mem` raised; none starts once `signal` is aborted. */
+/** Statements run with `work_mem` raised; none starts once `signal` is aborted (see `stopPoint`). */
 function executor(db: Db, memory: string, signal: AbortSignal | undefined): Exec {
-  return (...statements) => {
-    signal?.throwIfAborted();
+  return async (...statements) => {
+    await stopPoint(signal);
     return db.kysely.transaction().execute(async (trx) => {
       await sql.raw(`SET LOCAL work_mem = '${memory}'`).execute(trx);
       let n = 0;

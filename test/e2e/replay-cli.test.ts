@@ -76,5 +76,8 @@ describe('mailtally replay', () => {
     expect(r.stderr).toContain('Unknown projection "nope"');
     expect(r.stderr).toContain('statcounters');
     expect(r.stdout.trim()).toBe('');
+    const empty = await runCli(['replay', '--projection', ','], { env, timeoutMs: 90_000 });
+    expect(empty.code).not.toBe(0);
+    expect(empty.stderr).toContain('--projection needs a projection name');
   });
 });
