@@ -113,5 +113,12 @@ export function parseReplayRequest(body: unknown): Checked<ReplayRange> {
   if (problems.length === 0 && range.fromPosition === undefined && range.fromTime === undefined) {
     problems.push('Give where to start: FromPosition (a log position) or FromTS (a time)');
   }
+  // A range that holds nothing is a mistake in the request, not an empty replay.
+  if (range.fromPosition !== undefined && range.toPosition !== undefined && range.toPosition <= range.fromPosition) {
+    problems.push(`ToPosition must be after FromPosition (the events after FromPosition, up to and including ToPosition), got ${range.fromPosition} and ${range.toPosition}`);
+  }
+  if (range.fromTime !== undefined && range.toTime !== undefined && range.toTime <= range.fromTime) {
+    problems.push(`ToTS must be later than FromTS (the range is [FromTS, ToTS))`);
+  }
   return problems.length > 0 ? { ok: false, message: problems.join('; ') } : { ok: true, value: range };
 }

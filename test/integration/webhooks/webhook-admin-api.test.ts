@@ -96,6 +96,10 @@ describe('POST /v1/webhooks/replay', () => {
     expect(await call('POST', '/v1/webhooks/replay', keys.a, {})).toMatchObject({ status: 400, body: { ErrorMessage: expect.stringMatching(/FromPosition .* or FromTS/) } });
     expect((await call('POST', '/v1/webhooks/replay', keys.a, { FromTS: 'soon' })).status).toBe(400);
     expect((await call('POST', '/v1/webhooks/replay', keys.a, { FromTS: 0, Colour: 'red' })).status).toBe(400);
+    // A range that holds nothing is refused, not answered 202 with 0 events.
+    expect(await call('POST', '/v1/webhooks/replay', keys.a, { FromPosition: 20, ToPosition: 10 })).toMatchObject({ status: 400, body: { ErrorMessage: expect.stringMatching(/ToPosition must be after FromPosition/) } });
+    expect((await call('POST', '/v1/webhooks/replay', keys.a, { FromPosition: 10, ToPosition: 10 })).status).toBe(400);
+    expect(await call('POST', '/v1/webhooks/replay', keys.a, { FromTS: '2030-01-01T00:00:00Z', ToTS: '2020-01-01T00:00:00Z' })).toMatchObject({ status: 400, body: { ErrorMessage: expect.stringMatching(/ToTS must be later than FromTS/) } });
     expect((await call('POST', '/v1/webhooks/replay', keys.ro, { FromTS: 0 })).status).toBe(403);
     expect((await call('POST', '/v1/webhooks/replay', null, { FromTS: 0 })).status).toBe(401);
   });
