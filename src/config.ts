@@ -62,15 +62,13 @@ const allowList = z
  */
 const trustProxy = z
   .string()
-  .transform((v) => v.trim())
-  .superRefine((v, ctx) => {
-    if (/^(false|0|no)$/.test(v)) return;
-    for (const entry of v.split(',').map((s) => s.trim())) {
+  .transform((v): false | string[] => (/^(false|0|no)$/.test(v.trim()) ? false : v.split(',').map((s) => s.trim())))
+  .superRefine((proxies, ctx) => {
+    for (const entry of proxies || []) {
       const problem = trustedProxyProblem(entry);
       if (problem !== null) ctx.addIssue({ code: 'custom', message: `must be false or the proxies' comma-separated addresses and CIDRs (or loopback, linklocal, uniquelocal): ${problem}` });
     }
-  })
-  .transform((v): false | string[] => (/^(false|0|no)$/.test(v) ? false : v.split(',').map((s) => s.trim())));
+  });
 
 function trustedProxyProblem(entry: string): string | null {
   if (['loopback', 'linklocal', 'uniquelocal'].includes(entry)) return null;

@@ -9,7 +9,14 @@ import { isInteger, isSafeNumber, parse as losslessParse, stringify as losslessS
  * a key seen twice) is parsed again, slowly, by lossless-json.
  */
 export function parseExactJson(text: string): unknown {
-  const value: unknown = JSON.parse(text);
+  return exactJsonValue(JSON.parse(text), text);
+}
+
+/**
+ * `JSON.parse(text)`'s result made exact, as `parseExactJson` does: for a caller that already
+ * holds it (the value is changed in place when it can be).
+ */
+export function exactJsonValue(value: unknown, text: string): unknown {
   if (value === null || typeof value !== 'object') return value;
   if (Array.isArray(value)) return value.some(hasUnsafeNumber) ? parseLossless(text) : value;
 

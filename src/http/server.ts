@@ -7,6 +7,7 @@ import Fastify, { LogController, type FastifyHttpsOptions, type FastifyInstance,
 import type { Config } from '../config.js';
 import { isConnectionLoss, isTransientDbError } from '../db/errors.js';
 import { parseExactJson } from '../events/exact-json.js';
+import { nestedDeeperThan } from '../events/json-text.js';
 import type { Logger } from '../logger.js';
 import { ApiError, apiErrors, envelope } from './errors.js';
 
@@ -83,27 +84,6 @@ function onError(err: unknown, req: FastifyRequest, reply: FastifyReply): void {
     .code(e.statusCode)
     .headers(e.headers)
     .send(envelope(e.statusCode, e.message));
-}
-
-/** Whether JSON text opens more than `max` arrays/objects inside each other (brackets in strings do not count). */
-function nestedDeeperThan(text: string, max: number): boolean {
-  let depth = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 34 /* " */) {
-      // Skip the string: to the next quote not escaped by an odd run of backslashes.
-      for (;;) {
-        i = text.indexOf('"', i + 1);
-        if (i < 0) return false; // unterminated: the parser refuses it
-        let k = i - 1;
-        while (text.charCodeAt(k) === 92 /* \ */) k--;
-        if ((i - 1 - k) % 2 === 0) break;
-      }
-    } else if (c === 91 /* [ */ || c === 123 /* { */) {
-      if (++depth > max) return true;
-    } else if (c === 93 /* ] */ || c === 125 /* } */) depth--;
-  }
-  return false;
 }
 
 /** A request Node's HTTP parser refused (bad request line, headers too large, timeout). */

@@ -1,4 +1,5 @@
-import { parseExactJson } from '../events/exact-json.js';
+import { exactJsonValue } from '../events/exact-json.js';
+import { splitJsonArray } from '../events/json-text.js';
 import { apiErrors } from '../http/errors.js';
 
 /** One element of a POST /v1/events body: its own text, and its value or why it has none. */
@@ -20,55 +21,14 @@ export function eventArrayItems(text: string, maxEvents: number): EventArrayItem
   }
   if (!Array.isArray(whole)) throw apiErrors.badRequest('Request body must be a JSON array of events');
   if (whole.length > maxEvents) throw apiErrors.badRequest(`Too many events: ${whole.length} in one request, at most ${maxEvents}`);
-  return splitJsonArray(text).map((element) => {
+  const elements = splitJsonArray(text);
+  if (elements.length !== whole.length) throw new Error(`split ${elements.length} events where JSON.parse found ${whole.length}`);
+  // The whole body's parse already holds each event; only its integers past 2^53 are read again.
+  return elements.map((element, i) => {
     try {
-      return { text: element, value: parseExactJson(element) };
+      return { text: element, value: exactJsonValue(whole[i], element) };
     } catch (err) {
       return { text: element, error: `event is not valid JSON (${err instanceof Error ? err.message : String(err)})` };
     }
   });
 }
-
-/**
- * The texts of the elements of a JSON array, whitespace around them left out. `text` must be
- * valid JSON whose top level is an array (JSON.parse said so): then a comma or bracket at depth
- * one, outside a string, ends an element.
- */
-export function splitJsonArray(text: string): string[] {
-  const out: string[] = [];
-  let depth = 0;
-  let inString = false;
-  let start = -1;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === BACKSLASH) i++;
-      else if (c === QUOTE) inString = false;
-      continue;
-    }
-    if (c === QUOTE) inString = true;
-    if (c === OPEN_BRACKET || c === OPEN_BRACE) {
-      depth++;
-      if (depth === 1) continue;
-    } else if (c === CLOSE_BRACKET || c === CLOSE_BRACE) {
-      depth--;
-      if (depth === 0 && start >= 0) out.push(text.slice(start, i).trim());
-      continue;
-    } else if (depth === 1 && c === COMMA) {
-      out.push(text.slice(start, i).trim());
-      start = -1;
-      continue;
-    }
-    if (depth >= 1 && start < 0 && !WHITESPACE.has(c)) start = i;
-  }
-  return out;
-}
-
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-const COMMA = 0x2c;
-const OPEN_BRACKET = 0x5b;
-const CLOSE_BRACKET = 0x5d;
-const OPEN_BRACE = 0x7b;
-const CLOSE_BRACE = 0x7d;
-const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);

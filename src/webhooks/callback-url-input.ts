@@ -97,9 +97,7 @@ export function checkCallbackUrl(v: unknown): Checked<string> {
   } catch {
     return { ok: false, message: `Url must be an absolute http or https URL, got ${show(v)}` };
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    return { ok: false, message: `Url must start with http:// or https://, got ${show(v)}` };
-  }
+  // Spelled so, the scheme is http or https (`http:host/path` parses too, but is not spelled so).
   if (!/^https?:\/\//i.test(text)) return { ok: false, message: `Url must start with http:// or https://, got ${show(v)}` };
   if (url.hostname === '') return { ok: false, message: `Url has no host: ${show(v)}` };
   if (url.port === '0') return { ok: false, message: `Url's port must be between 1 and 65535, got ${show(v)}` };

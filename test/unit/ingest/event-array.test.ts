@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { eventArrayItems, splitJsonArray } from '../../../src/ingest/event-array.js';
+import { splitJsonArray } from '../../../src/events/json-text.js';
+import { eventArrayItems } from '../../../src/ingest/event-array.js';
 
 /** A small deterministic random source (the same cases every run). */
 function random(seed: number): () => number {

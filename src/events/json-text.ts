@@ -1,0 +1,66 @@
+/**
+ * Looks at JSON text without parsing it: what a parser's value cannot tell (how deep the text
+ * nests before a recursive parse meets it, where each element of an array starts and ends).
+ */
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
+
+/** Where the string opening at `at` ends: its closing quote (not escaped by an odd run of backslashes), or -1. */
+function stringEnd(text: string, at: number): number {
+  let i = at;
+  for (;;) {
+    i = text.indexOf('"', i + 1);
+    if (i < 0) return -1;
+    let k = i - 1;
+    while (text.charCodeAt(k) === BACKSLASH) k--;
+    if ((i - 1 - k) % 2 === 0) return i;
+  }
+}
+
+/** True when arrays and objects nest more than `max` deep (unterminated text: false, the parser refuses it). */
+export function nestedDeeperThan(text: string, max: number): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      i = stringEnd(text, i);
+      if (i < 0) return false;
+    } else if (c === OPEN_BRACKET || c === OPEN_BRACE) {
+      if (++depth > max) return true;
+    } else if (c === CLOSE_BRACKET || c === CLOSE_BRACE) depth--;
+  }
+  return false;
+}
+
+/**
+ * The texts of the elements of a JSON array, whitespace around them left out. `text` must be
+ * valid JSON whose top level is an array (JSON.parse said so): then a comma or bracket at depth
+ * one, outside a string, ends an element.
+ */
+export function splitJsonArray(text: string): string[] {
+  const out: string[] = [];
+  let depth = 0;
+  let start = -1;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (depth === 1 && start < 0 && !WHITESPACE.has(c) && c !== CLOSE_BRACKET) start = i;
+    if (c === QUOTE) {
+      i = stringEnd(text, i);
+      if (i < 0) break; // unterminated: not the valid JSON this takes
+    } else if (c === OPEN_BRACKET || c === OPEN_BRACE) depth++;
+    else if (c === CLOSE_BRACKET || c === CLOSE_BRACE) {
+      if (--depth === 0 && start >= 0) out.push(text.slice(start, i).trim());
+    } else if (depth === 1 && c === COMMA) {
+      out.push(text.slice(start, i).trim());
+      start = -1;
+    }
+  }
+  return out;
+}
