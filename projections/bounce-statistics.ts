@@ -9,7 +9,7 @@ import type { Group, Output, Projection } from './kit/types.js';
  */
 export const bounceStatistics: Projection = {
   name: 'bounce-statistics',
-  version: 3,
+  version: 4,
   groups: ['message'],
   tables: [
     {

@@ -12,7 +12,7 @@ const FIELDS = ['Title', 'Subject', 'IDType', 'Status', 'SendTimeStart', 'Starre
  */
 export const campaignOverview: Projection = {
   name: 'campaign-overview',
-  version: 2,
+  version: 3,
   groups: ['message', 'campaign'],
   tables: [
     {

@@ -10,7 +10,7 @@ import type { Group, Output, Projection } from './kit/types.js';
  */
 export const clickStatistics: Projection = {
   name: 'click-statistics',
-  version: 3,
+  version: 4,
   groups: ['message'],
   tables: [
     {

@@ -7,7 +7,7 @@ import type { Group, Output, Projection } from './kit/types.js';
 /** /contactstatistics: distinct-message counts per recipient (keyed by email; ContactID kept). */
 export const contactStatistics: Projection = {
   name: 'contact-statistics',
-  version: 2,
+  version: 3,
   groups: ['message'],
   tables: [
     {

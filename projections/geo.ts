@@ -6,7 +6,7 @@ import type { Group, Output, Projection } from './kit/types.js';
 /** /geostatistics: opens and clicks per country (the `geo` of each event), as events and as messages. */
 export const geo: Projection = {
   name: 'geo',
-  version: 2,
+  version: 3,
   groups: ['message'],
   tables: [
     {

@@ -10,7 +10,7 @@ import type { Group, Output, Projection } from './kit/types.js';
  */
 export const linkClicks: Projection = {
   name: 'link-clicks',
-  version: 3,
+  version: 4,
   groups: ['message'],
   tables: [
     {

@@ -11,7 +11,7 @@ import type { Group, Output, Projection } from './kit/types.js';
  */
 export const listRecipientStatistics: Projection = {
   name: 'list-recipient-statistics',
-  version: 2,
+  version: 3,
   groups: ['message'],
   tables: [
     {

@@ -31,7 +31,7 @@ function statusSql(rank: string, failure: string): string {
  */
 export const messages: Projection = {
   name: 'messages',
-  version: 3,
+  version: 4,
   groups: ['message'],
   tables: [
     {

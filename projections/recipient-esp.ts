@@ -11,7 +11,7 @@ import type { Group, Output, Projection } from './kit/types.js';
  */
 export const recipientEsp: Projection = {
   name: 'recipient-esp',
-  version: 3,
+  version: 4,
   groups: ['message'],
   tables: [
     {

@@ -56,7 +56,7 @@ const CLICK_DELAY = 16;
 
 export const statcounters: Projection = {
   name: 'statcounters',
-  version: 2,
+  version: 3,
   groups: ['message'],
   tables: [
     {

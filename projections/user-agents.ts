@@ -9,7 +9,7 @@ import type { Group, Output, Projection } from './kit/types.js';
  */
 export const userAgents: Projection = {
   name: 'user-agents',
-  version: 2,
+  version: 3,
   groups: ['message'],
   tables: [
     {

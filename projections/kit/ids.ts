@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { compareText } from './text-order.js';
 
 /** Larger of two decimal-string ids ('0' = none), compared as integers without a double. */
 export function maxId(a: string, b: string): string {
@@ -6,9 +7,9 @@ export function maxId(a: string, b: string): string {
   return a >= b ? a : b;
 }
 
-/** Larger of two strings ('' = none). */
+/** Larger of two strings ('' = none), by code point (`compareText`). */
 export function maxText(a: string, b: string): string {
-  return a >= b ? a : b;
+  return compareText(a, b) >= 0 ? a : b;
 }
 
 const stableIds = new Map<string, string>();

@@ -1,3 +1,4 @@
+import { compareText } from '../../projections/kit/text-order.js';
 import type { Output, Projection, TableSpec, Value } from '../../projections/kit/types.js';
 
 /** A counter row as accumulated: key values, summed values, and one-way max / min values. */
@@ -21,13 +22,13 @@ export function keyOf(values: readonly Value[]): string {
   return key;
 }
 
-/** Orders values of one column: numbers, decimal-string ids (by magnitude), text. Null is "none". */
+/** Orders values of one column: numbers, decimal-string ids (by magnitude), text (by code point). Null is "none". */
 export function compareValues(a: Value, b: Value): number {
   if (typeof a === 'number' && typeof b === 'number') return a - b;
   const sa = String(a);
   const sb = String(b);
   if (/^\d+$/.test(sa) && /^\d+$/.test(sb) && sa.length !== sb.length) return sa.length - sb.length;
-  return sa < sb ? -1 : sa > sb ? 1 : 0;
+  return compareText(sa, sb);
 }
 
 export function pick(current: Value, offered: Value, want: 1 | -1): Value {

@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely';
+import { compareText } from '../../projections/kit/text-order.js';
 import type { Group, LogEvent } from '../../projections/kit/types.js';
 import type { Database } from '../db/schema.js';
 import type { EventType } from '../events/schema.js';
@@ -99,7 +100,7 @@ export function groupKeyString(k: GroupKey): string {
 }
 
 export function byTimeThenId(a: LogEvent, b: LogEvent): number {
-  return a.time - b.time || (a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0);
+  return a.time - b.time || compareText(a.eventId, b.eventId);
 }
 
 /** Events after `after` up to `upTo`, in position order, `limit` at a time (for rebuilds). */

@@ -11,7 +11,8 @@ import { D0, UA_CHROME, UA_MAIL } from '../unit/projections/scenarios/common.js'
  * A rebuild by set-based SQL (each projection's `sql`) gives the tables the fold gives, on the
  * cases where the two could part: events at the same second (first open, latest status, last
  * failure and campaign metadata then go by EventID), events of one message that disagree on its
- * campaign, list, sender, contact, address (the largest wins), non-ASCII text, ids above 2^53,
+ * campaign, list, sender, contact, address (the largest wins), non-ASCII text (characters beyond
+ * U+FFFF among it, in EventIDs and addresses), ids above 2^53,
  * opens and clicks with no delivery event, bounces both hard and soft, blocked and not.
  * The fold's rebuild swaps its tables in; the SQL's is compared with them (EXCEPT ALL both ways).
  */
@@ -24,7 +25,9 @@ const eventArb = fc.record({
   offset: fc.integer({ min: 0, max: 2 }),
   /** EventIDs in an order of their own, unrelated to the events' times. */
   order: fc.integer({ min: 0, max: 99 }),
-  email: fc.constantFrom('a@x.io', 'b@x.io', 'é@x.io', 'Z@x.io'),
+  /** Where UTF-16 and code point order part (text-order.ts): U+FFFD against U+1F600. */
+  mark: fc.constantFrom('', '\uFFFD', '\u{1F600}'),
+  email: fc.constantFrom('a@x.io', 'b@x.io', 'é@x.io', 'Z@x.io', '\uFFFD@x.io', '\u{1F600}@x.io'),
   campaign: fc.constantFrom(0, 1, 2),
   list: fc.constantFrom(undefined, 0, 5, 6),
   sender: fc.constantFrom(undefined, 7, 8),
@@ -46,6 +49,7 @@ const campaignArb = fc.record({
   campaign: fc.constantFrom(1, 2),
   offset: fc.integer({ min: 0, max: 2 }),
   order: fc.integer({ min: 0, max: 99 }),
+  mark: fc.constantFrom('', '\uFFFD', '\u{1F600}'),
   title: fc.constantFrom(undefined, 'Printemps', 'Fall'),
   status: fc.constantFrom(undefined, -1, 2),
   start: fc.constantFrom(undefined, D0, D0 + 60),
@@ -60,7 +64,7 @@ const eventSetArb: fc.Arbitrary<Tagged[]> = fc.tuple(fc.array(messageArb, { minL
     m.events.map((e, j): Tagged => {
       const event: Record<string, unknown> = {
         event: e.type,
-        EventID: `${e.order}-m${i}-${j}`,
+        EventID: `${e.mark}${e.order}-m${i}-${j}`,
         time: D0 + e.offset,
         MessageID: m.big ? String(18_446_744_073_709_000_000n + BigInt(i)) : String(1000 + i),
         email: e.email,
@@ -77,7 +81,7 @@ const eventSetArb: fc.Arbitrary<Tagged[]> = fc.tuple(fc.array(messageArb, { minL
     }),
   ),
   ...campaigns.map((c, i): Tagged => {
-    const event: Record<string, unknown> = { event: 'campaign', EventID: `${c.order}-c${i}`, time: D0 + c.offset, mj_campaign_id: c.campaign };
+    const event: Record<string, unknown> = { event: 'campaign', EventID: `${c.mark}${c.order}-c${i}`, time: D0 + c.offset, mj_campaign_id: c.campaign };
     for (const [field, value] of [['Title', c.title], ['Status', c.status], ['SendTimeStart', c.start], ['Starred', c.starred], ['IDType', c.idType]] as const) {
       if (value !== undefined) event[field] = value;
     }
