@@ -28,7 +28,7 @@ export const openInformation: Projection = {
         col('ua_platform', 'text'),
         col('ua_client', 'text'),
       ],
-      indexes: [['api_key_id', 'id'], ['api_key_id', 'opened_at'], ['api_key_id', 'campaign_id', 'opened_at'], ...DIM_INDEXES],
+      indexes: [['api_key_id', 'opened_at'], ['api_key_id', 'campaign_id', 'opened_at'], ...DIM_INDEXES],
     },
   ],
   project(group: Group, out: Output): void {

@@ -11,9 +11,9 @@ import { defineResource } from '../resource.js';
 
 /**
  * /openinformation and /openinformation/{ID}: one record per opened message, from its first
- * open, read from the `open_info` read model (projections/open-information.ts). The item path
- * takes the **message id** (as Mailjet's `openinformation/{message_ID}`); the record's `ID` is
- * the first open's event id (its position in the log) and `MessageID` the message id.
+ * open, read from the `open_info` read model (projections/open-information.ts). A record's `ID`
+ * is its message's id, as in /bouncestatistics: the item path takes it (Mailjet's
+ * `openinformation/{message_ID}`), so a listed record is found again at `/openinformation/{ID}`.
  *
  * Choices where the reference is silent:
  * - no implicit date window (CONTRACT.md §2); FromTS/ToTS/Period keep their shared meaning (the
@@ -39,7 +39,7 @@ const record = z.object({
   ArrivedAt: z.string(),
   CampaignID: z.number().int(),
   ContactID: z.number().int(),
-  ID: z.number().int().meta({ description: "The first open's event id" }),
+  ID: z.number().int().meta({ description: 'The message id (one record per opened message)' }),
   MessageID: z.number().int().meta({ description: '64-bit message id' }),
   OpenedAt: z.string().meta({ description: 'First open' }),
   UserAgentFull: z.string(),
@@ -47,7 +47,6 @@ const record = z.object({
 });
 
 interface Row {
-  id: bigint;
   message_id: string;
   campaign_id: bigint;
   contact_id: bigint;
@@ -57,8 +56,8 @@ interface Row {
   user_agent_full: string;
 }
 
-const COLUMNS = sql`t.id, t.message_id, t.campaign_id, t.contact_id, t.opened_at, t.arrived_at, t.user_agent_id, t.user_agent_full`;
-const SORTABLE = { ID: sql.ref('t.id'), OpenedAt: sql.ref('t.opened_at'), ArrivedAt: sql.ref('t.arrived_at') };
+const COLUMNS = sql`t.message_id, t.campaign_id, t.contact_id, t.opened_at, t.arrived_at, t.user_agent_id, t.user_agent_full`;
+const SORTABLE = { ID: sql.ref('t.message_id'), OpenedAt: sql.ref('t.opened_at'), ArrivedAt: sql.ref('t.arrived_at') };
 
 export const openinformationResource = defineResource({
   name: 'openinformation',
@@ -76,7 +75,7 @@ export const openinformationResource = defineResource({
     ];
     const { rows, total } = await readList<Row>(
       db,
-      { from: sql`open_info t`, key: sql`t.api_key_id, t.message_id`, columns: COLUMNS, where, orderBy: orderBy('openinformation', q.Sort, SORTABLE, [sql`t.id`]) },
+      { from: sql`open_info t`, key: sql`t.api_key_id, t.message_id`, columns: COLUMNS, where, orderBy: orderBy('openinformation', q.Sort, SORTABLE, [sql`t.message_id`]) },
       page,
     );
     return { rows: rows.map(toWire), total };
@@ -101,7 +100,7 @@ function toWire(r: Row): Record<string, unknown> {
     ArrivedAt: rfc3339(r.arrived_at),
     CampaignID: wireId(r.campaign_id),
     ContactID: wireId(r.contact_id),
-    ID: wireId(r.id),
+    ID: wireId(r.message_id),
     MessageID: wireId(r.message_id),
     OpenedAt: rfc3339(r.opened_at),
     UserAgentFull: r.user_agent_full,

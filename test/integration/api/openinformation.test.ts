@@ -4,15 +4,14 @@ import { UA_CHROME, UA_ID, UA_MAIL } from '../../unit/projections/scenarios/comm
 import { BIG, BIG_N, D10, T0, loadMessageEvents } from './message-events-data.js';
 
 let f: ApiFixture;
-let pos: Awaited<ReturnType<typeof loadMessageEvents>>;
 let OBIG: Record<string, unknown>;
 let O3: Record<string, unknown>;
 beforeAll(async () => {
   f = await openApiFixture();
-  pos = await loadMessageEvents(f);
+  await loadMessageEvents(f);
   // ArrivedAt is the first `sent`; OpenedAt and the user agent are the first open's.
-  OBIG = { ArrivedAt: '2023-11-14T22:13:20Z', CampaignID: 7, ContactID: 11, ID: pos.a['o1'], MessageID: BIG_N, OpenedAt: '2023-11-14T22:14:20Z', UserAgentFull: UA_CHROME, UserAgentID: Number(UA_ID.chrome) };
-  O3 = { ArrivedAt: '2023-11-24T22:13:20Z', CampaignID: 8, ContactID: 13, ID: pos.a['o3'], MessageID: 3, OpenedAt: '2023-11-24T22:13:50Z', UserAgentFull: UA_MAIL, UserAgentID: Number(UA_ID.mail) };
+  OBIG = { ArrivedAt: '2023-11-14T22:13:20Z', CampaignID: 7, ContactID: 11, ID: BIG_N, MessageID: BIG_N, OpenedAt: '2023-11-14T22:14:20Z', UserAgentFull: UA_CHROME, UserAgentID: Number(UA_ID.chrome) };
+  O3 = { ArrivedAt: '2023-11-24T22:13:20Z', CampaignID: 8, ContactID: 13, ID: 3, MessageID: 3, OpenedAt: '2023-11-24T22:13:50Z', UserAgentFull: UA_MAIL, UserAgentID: Number(UA_ID.mail) };
 });
 afterAll(async () => f?.close());
 
@@ -27,7 +26,7 @@ describe('GET /v3/REST/openinformation', () => {
   it('lists every opened message once, from its first open, with no implicit date window, in Mailjet field order', async () => {
     const res = await f.get('/v3/REST/openinformation');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual(envelope([OBIG, O3]));
+    expect(res.body).toEqual(envelope([O3, OBIG]));
     expect(Object.keys((res.body as { Data: object[] }).Data[0] ?? {})).toEqual(['ArrivedAt', 'CampaignID', 'ContactID', 'ID', 'MessageID', 'OpenedAt', 'UserAgentFull', 'UserAgentID']);
     expect(res.text).toContain(`"MessageID":${BIG},`);
   });
@@ -39,14 +38,14 @@ describe('GET /v3/REST/openinformation', () => {
     ['From=news@shop.example', () => [OBIG]],
     ['FromDomain=OTHER.example', () => [O3]],
     ['FromID=5', () => [O3]],
-    ['FromType=2', () => [OBIG, O3]],
+    ['FromType=2', () => [O3, OBIG]],
     ['FromType=3', () => []],
     [`FromTS=${T0}`, () => [O3]],
     [`ToTS=${T0}`, () => [OBIG]],
     ['IsStarred=false', () => [O3]],
-    ['IsDeleted=0', () => [OBIG, O3]],
+    ['IsDeleted=0', () => [O3, OBIG]],
     ['IsNewsletterTool=1', () => []],
-    ['CampaignStatus=2', () => [OBIG, O3]],
+    ['CampaignStatus=2', () => [O3, OBIG]],
     ['Period=Week', () => []],
     [`MessageID=${BIG}`, () => [OBIG]],
     ['MessageID=3', () => [O3]],
@@ -64,8 +63,8 @@ describe('GET /v3/REST/openinformation', () => {
   });
 
   it('sorts by ID, OpenedAt and ArrivedAt in both directions', async () => {
-    expect(await list('Sort=ID DESC')).toEqual(envelope([O3, OBIG]));
-    expect(await list('Sort=ID')).toEqual(envelope([OBIG, O3]));
+    expect(await list('Sort=ID DESC')).toEqual(envelope([OBIG, O3]));
+    expect(await list('Sort=ID')).toEqual(envelope([O3, OBIG]));
     expect(await list('Sort=OpenedAt DESC')).toEqual(envelope([O3, OBIG]));
     expect(await list('Sort=openedat')).toEqual(envelope([OBIG, O3]));
     expect(await list('Sort=ArrivedAt+DESC')).toEqual(envelope([O3, OBIG]));
@@ -73,8 +72,8 @@ describe('GET /v3/REST/openinformation', () => {
   });
 
   it('pages with Limit/Offset and counts with countOnly', async () => {
-    expect(await list('Limit=1')).toEqual({ Count: 1, Data: [OBIG], Total: 2 });
-    expect(await list('Limit=1&Offset=1')).toEqual({ Count: 1, Data: [O3], Total: 2 });
+    expect(await list('Limit=1')).toEqual({ Count: 1, Data: [O3], Total: 2 });
+    expect(await list('Limit=1&Offset=1')).toEqual({ Count: 1, Data: [OBIG], Total: 2 });
     expect(await list('countOnly=true')).toEqual({ Count: 2, Data: [], Total: 2 });
   });
 
@@ -85,9 +84,21 @@ describe('GET /v3/REST/openinformation', () => {
     expect((await f.get('/v3/REST/openinformation/3')).body).toEqual(envelope([O3]));
   });
 
+  it('finds every listed record again at /openinformation/{its ID}', async () => {
+    const listed = await f.get('/v3/REST/openinformation');
+    expect(listed.status).toBe(200);
+    const ids = [...listed.text.matchAll(/"ID":(\d+)/g)].map((m) => m[1]);
+    expect(ids).toEqual(['3', BIG]);
+    for (const id of ids) {
+      const one = await f.get(`/v3/REST/openinformation/${id}`);
+      expect(one.status, id).toBe(200);
+      expect(one.text).toContain(`"ID":${id},`);
+    }
+  });
+
   it('keeps tenants apart, and gives "" for ArrivedAt before a delivery event', async () => {
-    const b2 = { ArrivedAt: '2023-11-14T22:13:20Z', CampaignID: 7, ContactID: 99, ID: pos.b['bo2'], MessageID: 2, OpenedAt: '2023-11-14T22:14:00Z', UserAgentFull: UA_CHROME, UserAgentID: Number(UA_ID.chrome) };
-    const b6 = { ArrivedAt: '', CampaignID: 0, ContactID: 97, ID: pos.b['bo6'], MessageID: 6, OpenedAt: '2023-11-14T22:14:30Z', UserAgentFull: UA_MAIL, UserAgentID: Number(UA_ID.mail) };
+    const b2 = { ArrivedAt: '2023-11-14T22:13:20Z', CampaignID: 7, ContactID: 99, ID: 2, MessageID: 2, OpenedAt: '2023-11-14T22:14:00Z', UserAgentFull: UA_CHROME, UserAgentID: Number(UA_ID.chrome) };
+    const b6 = { ArrivedAt: '', CampaignID: 0, ContactID: 97, ID: 6, MessageID: 6, OpenedAt: '2023-11-14T22:14:30Z', UserAgentFull: UA_MAIL, UserAgentID: Number(UA_ID.mail) };
     expect(await list('', f.keys.b)).toEqual(envelope([b2, b6]));
     expect((await f.get('/v3/REST/openinformation/2', f.keys.b)).body).toEqual(envelope([b2]));
     // Message 2 was opened in tenant b only; BIG in tenant a only.
