@@ -73,6 +73,10 @@ describe('node-mailjet over HTTPS', () => {
     expect(res.body).toMatchObject({ Count: 1, Total: 1, Data: [{ MessageID: '19421777835146490', OpenedAt: '2023-11-14T22:14:20Z', UserAgentFull: 'Mozilla/5.0' }] });
     const history = await client.get('messagehistory').id('19421777835146490').request();
     expect((history.body as { Data: { EventType: string }[] }).Data.map((e) => e.EventType)).toEqual(['sent', 'opened']);
+    const opened = await client.get('openinformation').id('19421777835146490').request();
+    expect(opened.body).toMatchObject({ Count: 1, Data: [{ ID: '19421777835146490', MessageID: '19421777835146490' }] });
+    const state = await client.get('messagestate').id(1).request();
+    expect(state.body).toEqual({ Count: 1, Data: [{ ID: 1, RelatedTo: 'recipient', State: 'user unknown' }], Total: 1 });
   });
 
   it('answers 404 for an unknown message as the client reports it', async () => {

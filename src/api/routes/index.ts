@@ -13,6 +13,7 @@ import { clickstatisticsResource } from './clickstatistics.js';
 import { openinformationResource } from './openinformation.js';
 import { messageResource } from './message.js';
 import { messagehistoryResource } from './messagehistory.js';
+import { messagestateResource } from './messagestate.js';
 
 /** Every read-only resource under /v3/REST, in the docs' order. */
-export const RESOURCES: readonly Resource[] = [campaignoverviewResource, contactstatisticsResource, listrecipientstatisticsResource, statcountersResource, statisticsLinkClickResource, statisticsRecipientEspResource, toplinkclickedResource, useragentstatisticsResource, bouncestatisticsResource, clickstatisticsResource, openinformationResource, geostatisticsResource, messageResource, messagehistoryResource] as readonly Resource[];
+export const RESOURCES: readonly Resource[] = [campaignoverviewResource, contactstatisticsResource, listrecipientstatisticsResource, statcountersResource, statisticsLinkClickResource, statisticsRecipientEspResource, toplinkclickedResource, useragentstatisticsResource, bouncestatisticsResource, clickstatisticsResource, openinformationResource, geostatisticsResource, messageResource, messagehistoryResource, messagestateResource] as readonly Resource[];
