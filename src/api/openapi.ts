@@ -24,8 +24,8 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonSchema {
   return rest;
 }
 
-function queryParameters(resource: Resource): JsonSchema[] {
-  const properties = (jsonSchema(resource.query, 'input')['properties'] ?? {}) as Record<string, JsonSchema>;
+function queryParameters(query: z.ZodObject): JsonSchema[] {
+  const properties = (jsonSchema(query, 'input')['properties'] ?? {}) as Record<string, JsonSchema>;
   return Object.entries(properties).map(([name, schema]) => {
     const { description, ...rest } = schema;
     return { name, in: 'query', required: false, schema: rest, ...(typeof description === 'string' ? { description } : {}) };
@@ -59,11 +59,14 @@ export function openApiDocument(resources: readonly Resource[] = RESOURCES): Rec
     schemas[schemaName] = jsonSchema(r.record, 'output');
     const ok = { description: 'The records, in the {Count, Data, Total} envelope', content: { 'application/json': { schema: envelope({ $ref: `#/components/schemas/${schemaName}` }) } } };
     paths[`${REST_PREFIX}/${r.name}`] = {
-      get: { tags: ['statistics'], summary: r.description, parameters: queryParameters(r), responses: { '200': ok, ...errorResponses([400, 401, 405, 429]) } },
+      get: { tags: ['statistics'], summary: r.description, parameters: queryParameters(r.query), responses: { '200': ok, ...errorResponses([400, 401, 405, 429]) } },
     };
     for (const item of r.items ?? []) {
       const path = item.path.replace(/:(\w+)/g, '{$1}');
-      const params = [...item.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } }));
+      const params = [
+        ...[...item.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } })),
+        ...(item.query === undefined ? [] : queryParameters(item.query)),
+      ];
       paths[`${REST_PREFIX}/${r.name}/${path}`] = {
         get: { tags: ['statistics'], summary: item.description, parameters: params, responses: { '200': ok, ...errorResponses([400, 401, 404, 405, 429]) } },
       };

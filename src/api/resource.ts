@@ -35,6 +35,8 @@ export interface ItemRoute {
   /** Path after the resource name, in fastify syntax: ':id' or ':idType/:id'. */
   readonly path: string;
   readonly description: string;
+  /** The query parameters the item form reads, if any (the handler parses with it; the docs list it). */
+  readonly query?: z.ZodObject;
   /** Records for the path parameters (scoped to the principal); none → 404. */
   find(ctx: RequestContext, params: Readonly<Record<string, string>>): Promise<readonly WireRecord[]>;
 }

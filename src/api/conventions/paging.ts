@@ -27,3 +27,7 @@ export function pageOf(q: { Limit?: number | undefined; Offset?: number | undefi
 }
 
 export const listSchema = <S extends Record<string, z.ZodType<unknown, string | undefined>>>(shape: S) => z.object({ ...PAGING_PARAMS, ...shape });
+
+/** A list's filters without its paging, for an item form that takes the same filters. */
+export const itemFilters = <S extends z.ZodRawShape>(list: z.ZodObject<S & typeof PAGING_PARAMS>) =>
+  list.omit({ Limit: true, Offset: true, countOnly: true, Sort: true });

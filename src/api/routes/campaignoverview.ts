@@ -14,7 +14,8 @@ import { itemId } from './item-id.js';
  * and metadata from `campaign` events in `campaigns` (projections/campaign-overview.ts). A
  * campaign with messages but no metadata, or metadata but no messages, is listed too.
  * - Missing metadata: IDType "Campaign"; Status 2 (Sent) when it has messages, else 0 (Draft);
- *   SendTimeStart the first message time (0 when none); Starred false; texts "".
+ *   SendTimeStart the first message time (0 when none); Starred false; EditType "unknown" (the
+ *   member of Mailjet's EditType enum for it); other texts "".
  * - Status flags: All = every status but Deleted (−2); Archived = −1; Drafts = 0; Programmed = 1;
  *   Sent = 2. Flags set to true select the union of their statuses; a flag set to false excludes
  *   its statuses (All=false leaves the deleted ones). No flag: every campaign, deleted included.
@@ -50,7 +51,7 @@ const record = z.object({
   ClickedCount: z.number().int(),
   DeliveredCount: z.number().int(),
   EditMode: z.string(),
-  EditType: z.string(),
+  EditType: z.string().meta({ description: 'full, or unknown when no campaign event said' }),
   ID: z.number().int(),
   IDType: z.string().meta({ description: 'Campaign (sent campaign), AX (A/B test), NL (newsletter draft); "Campaign" when the metadata has none' }),
   OpenedCount: z.number().int(),
@@ -97,7 +98,7 @@ function campaigns(apiKeyId: string, id?: bigint): RawBuilder<unknown> {
       COALESCE(m.status, CASE WHEN s.campaign_id IS NULL THEN 0 ELSE 2 END) AS status,
       COALESCE(m.id_type, 'Campaign') AS id_type, COALESCE(m.starred, FALSE) AS starred,
       COALESCE(m.title, '') AS title, COALESCE(m.subject, '') AS subject,
-      COALESCE(m.edit_mode, '') AS edit_mode, COALESCE(m.edit_type, '') AS edit_type
+      COALESCE(m.edit_mode, '') AS edit_mode, COALESCE(NULLIF(m.edit_type, ''), 'unknown') AS edit_type
     FROM (SELECT * FROM campaign_stats WHERE ${tenant(apiKeyId)} ${only}) s
     FULL JOIN (SELECT * FROM campaigns WHERE ${tenant(apiKeyId)} ${only}) m ON m.campaign_id = s.campaign_id) t`;
 }

@@ -4,7 +4,7 @@ import type { Database } from '../../db/schema.js';
 import { apiErrors } from '../../http/errors.js';
 import { CAMPAIGN_FILTERS, CAMPAIGN_FILTER_ALIASES, MESSAGE_STATUS, campaignConditions } from '../conventions/campaign-filters.js';
 import { wireInt } from '../conventions/json.js';
-import { type Page, listSchema } from '../conventions/paging.js';
+import { type Page, itemFilters, listSchema } from '../conventions/paging.js';
 import { parseQuery } from '../conventions/params.js';
 import { orderBy } from '../conventions/sort.js';
 import { readList, tenant } from '../list-query.js';
@@ -25,7 +25,8 @@ const query = listSchema({
   ...CAMPAIGN_FILTERS,
   MessageStatus: MESSAGE_STATUS.MessageStatus.meta({ description: 'Not available here (400): the geo read model keeps no per-message data' }),
 });
-type Query = z.output<typeof query>;
+const ITEM_QUERY = itemFilters(query);
+type Query = z.output<typeof ITEM_QUERY> & { Sort?: string | undefined };
 
 const record = z.object({
   ClickedCount: z.number().int().meta({ description: 'Messages clicked from this country' }),
@@ -62,8 +63,9 @@ export const geostatisticsResource = defineResource({
     {
       path: ':country',
       description: 'One country, with the same filters as the list.',
+      query: ITEM_QUERY,
       find: async ({ db, principal, rawQuery }, params) =>
-        (await read(db, principal.apiKeyId, parseQuery(query, rawQuery, CAMPAIGN_FILTER_ALIASES), { limit: 1000, offset: 0, countOnly: false }, params['country'] ?? '')).rows,
+        (await read(db, principal.apiKeyId, parseQuery(ITEM_QUERY, rawQuery, CAMPAIGN_FILTER_ALIASES), { limit: 1000, offset: 0, countOnly: false }, params['country'] ?? '')).rows,
     },
   ],
 });

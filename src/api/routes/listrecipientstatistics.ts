@@ -37,6 +37,7 @@ const query = listSchema({
   MaxUnsubscribedAt: timestamp().optional().meta({ description: 'First unsubscribe before this' }),
   ShowExtraData: bool().optional().meta({ description: 'Add the contact extra data (`Data`, always empty here)' }),
 });
+const ITEM_QUERY = query.pick({ ShowExtraData: true });
 
 const record = z.object({
   ...countRecordFields(),
@@ -87,9 +88,10 @@ export const listrecipientstatisticsResource = defineResource({
     {
       path: ':id',
       description: 'Statistics of one list recipient, by ListRecipientID.',
+      query: ITEM_QUERY,
       async find({ db, principal, rawQuery }, params) {
         const id = itemId(params['id'] ?? '', 'ListRecipientID');
-        const q = parseQuery(query, rawQuery);
+        const q = parseQuery(ITEM_QUERY, rawQuery);
         if (id === null) return [];
         const r = await sql<Row>`SELECT * FROM list_recipient_stats WHERE ${tenant(principal.apiKeyId)} AND list_recipient_id = ${id.toString()}::int8 ORDER BY list_id, email`.execute(db);
         return r.rows.map((row) => toWire(row, q.ShowExtraData === true));

@@ -70,6 +70,7 @@ const query = listSchema({
   BounceReason: text().optional(),
 });
 
+const ITEM_QUERY = z.object(SHOW);
 const ALIASES = { campaignid: 'campaign', contactid: 'contact', fromid: 'senderid', sender: 'senderid', messagestatusid: 'messagestatus' };
 
 const integer = () => z.number().int();
@@ -158,9 +159,10 @@ export const messageResource = defineResource({
     {
       path: ':id',
       description: 'One message by its id (ShowContactAlt, ShowCustomID, ShowSubject apply).',
+      query: ITEM_QUERY,
       async find({ db, principal, rawQuery }, params) {
         const { ID } = parseQuery(z.object({ ID: int64() }), { ID: params['id'] });
-        const show = parseQuery(z.object(SHOW), rawQuery);
+        const show = parseQuery(ITEM_QUERY, rawQuery);
         const { rows } = await sql<Row>`SELECT ${COLUMNS} FROM ${FROM}
           WHERE ${tenant(principal.apiKeyId, sql.ref('t.api_key_id'))} AND t.message_id = ${ID.toString()}::numeric`.execute(db);
         return withLogDetails(db, principal.apiKeyId, rows, show);

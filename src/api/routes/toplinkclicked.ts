@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Database } from '../../db/schema.js';
 import { CAMPAIGN_FILTERS, CAMPAIGN_FILTER_ALIASES, campaignConditions } from '../conventions/campaign-filters.js';
 import { wireId, wireInt } from '../conventions/json.js';
-import { type Page, listSchema } from '../conventions/paging.js';
+import { type Page, itemFilters, listSchema } from '../conventions/paging.js';
 import { bool, int64, parseQuery } from '../conventions/params.js';
 import { orderBy } from '../conventions/sort.js';
 import { readList, tenant } from '../list-query.js';
@@ -31,6 +31,7 @@ const query = listSchema({
 });
 type Query = z.output<typeof query>;
 const ALIASES = { ...CAMPAIGN_FILTER_ALIASES, contactid: 'contact', messageid: 'message' };
+const ITEM_QUERY = itemFilters(query);
 
 const record = z.object({
   ClickedCount: z.number().int(),
@@ -89,9 +90,10 @@ export const toplinkclickedResource = defineResource({
     {
       path: ':id',
       description: 'One link by its id, with the same filters as the list.',
+      query: ITEM_QUERY,
       async find({ db, principal, rawQuery }, params) {
         const id = itemId(params['id'] ?? '', 'ID');
-        const q = parseQuery(query, rawQuery, ALIASES);
+        const q = parseQuery(ITEM_QUERY, rawQuery, ALIASES);
         if (id === null) return [];
         return (await read(db, principal.apiKeyId, q, { limit: 1000, offset: 0, countOnly: false }, id)).rows;
       },

@@ -90,6 +90,7 @@ export const WEBHOOK_OPENAPI_PATHS: Record<string, unknown> = {
         { name: 'Status', in: 'query', schema: { type: 'string', enum: ['alive', 'dead'] } },
         { name: 'Backup', in: 'query', schema: { type: 'boolean' } },
         { name: 'Version', in: 'query', schema: { type: 'integer', enum: [1, 2] } },
+        { name: 'APIKey', in: 'query', description: "The key's own id (another key's matches nothing)", schema: { type: 'integer' } },
         { name: 'Sort', in: 'query', schema: { type: 'string', enum: ['ID', 'ID DESC'] } },
         ...paging,
       ],

@@ -34,7 +34,7 @@ beforeAll(async () => {
 });
 afterAll(async () => f?.close());
 
-const blank = { ClickedCount: 0, DeliveredCount: 0, EditMode: '', EditType: '', OpenedCount: 0, ProcessedCount: 0, SendTimeStart: 0, Starred: false, Subject: '', Title: '' };
+const blank = { ClickedCount: 0, DeliveredCount: 0, EditMode: '', EditType: 'unknown', OpenedCount: 0, ProcessedCount: 0, SendTimeStart: 0, Starred: false, Subject: '', Title: '' };
 const C7 = { ...blank, ClickedCount: 1, DeliveredCount: 2, EditMode: 'html', EditType: 'full', ID: 7, IDType: 'Campaign', OpenedCount: 2, ProcessedCount: 3, SendTimeStart: T0 - 3600, Starred: true, Status: 2, Subject: 'Everything MUST go', Title: 'Spring sale' };
 const C20 = { ...blank, EditMode: 'tool', EditType: 'full', ID: 20, IDType: 'NL', Status: 0, Subject: 'Hello world', Title: 'Draft newsletter' };
 const C21 = { ...blank, ID: 21, IDType: 'AX', SendTimeStart: T0 + 86_400, Status: 1, Subject: 'AB test', Title: 'A/B' };
