@@ -105,9 +105,10 @@ export interface FanOutStats {
   errors: number;
 }
 
+/** The fan-out is not where this process left it: another dispatcher moved its checkpoint or holds its lease. */
 class CheckpointMoved extends Error {
-  constructor() {
-    super('the webhooks checkpoint was moved by another dispatcher');
+  constructor(what = 'the webhooks checkpoint was moved by another dispatcher') {
+    super(what);
   }
 }
 
@@ -269,6 +270,9 @@ export class FanOut {
     let after = await readCheckpoint(this.db.kysely, FIRST_ATTEMPTS_CHECKPOINT);
     const from = after;
     if (after >= high) return;
+    // What this process has open now, taken before the query: an attempt whose outcome commits
+    // after the query leaves the ledger, but is in this snapshot (else it would be sent again).
+    const openBefore = this.ledger.snapshot();
     const handled = await handledFirstAttempts(this.db, after, high);
     let recovered = 0;
     while (after < high) {
@@ -276,7 +280,10 @@ export class FanOut {
       const last = rows.at(-1);
       if (last === undefined) break;
       after = BigInt(last.position);
-      const todo = rows.filter((r) => r.payload !== null && isWebhookType(r.type) && !this.ledger.has(BigInt(r.position)) && !handled.has(BigInt(r.position)));
+      const todo = rows.filter((r) => {
+        const p = BigInt(r.position);
+        return r.payload !== null && isWebhookType(r.type) && !openBefore.has(p) && !this.ledger.has(p) && !handled.has(p);
+      });
       if (todo.length === 0) continue;
       const reservations = this.firstAttempts !== null ? new Reservations(this.firstAttempts) : null;
       let result: EnqueueResult;
@@ -311,7 +318,16 @@ export class FanOut {
     });
   }
 
+  /**
+   * Raises the low-water checkpoint, in the caller's transaction, if this process still holds the
+   * fan-out lease (the lease row locked till the commit). A holder that has lost it must not: the
+   * next holder's recovered attempts are not in this ledger, and a mark raised past them would
+   * leave them unsent should that holder crash too.
+   */
   async #writeLowWater(trx: Kysely<Database>, low: bigint): Promise<void> {
+    const { rows } = await sql`
+      SELECT 1 FROM leases WHERE name = ${FAN_OUT_LEASE} AND owner = ${this.owner} AND expires_at > now() FOR SHARE`.execute(trx);
+    if (rows.length === 0) throw new CheckpointMoved('the webhook fan-out lease is held by another dispatcher');
     await raiseFirstAttemptsCheckpoint(trx, low);
     this.#lowWritten = low;
   }

@@ -25,6 +25,11 @@ export class FirstAttemptLedger {
     return this.#open.has(position);
   }
 
+  /** The positions open now, apart from what is added or done later. */
+  snapshot(): ReadonlySet<bigint> {
+    return new Set(this.#open);
+  }
+
   add(positions: Iterable<bigint>): void {
     for (const p of positions) this.#open.add(p);
   }

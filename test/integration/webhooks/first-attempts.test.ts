@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../../src/db/connect.js';
 import type { Dispatcher } from '../../../src/webhooks/dispatcher.js';
@@ -7,7 +9,7 @@ import { WebhookReceiver } from '../../support/webhook-receiver.js';
 import { hook, outboxEmpty, startDispatcher } from './fixture.js';
 import { sql } from 'kysely';
 import { readCheckpoint } from '../../../src/log/checkpoints.js';
-import { WEBHOOKS_CHECKPOINT } from '../../../src/webhooks/fan-out.js';
+import { FAN_OUT_LEASE, WEBHOOKS_CHECKPOINT } from '../../../src/webhooks/fan-out.js';
 import { FIRST_ATTEMPTS_CHECKPOINT } from '../../../src/webhooks/first-attempts-ledger.js';
 import { waitFor } from '../../support/harness.js';
 
@@ -152,4 +154,59 @@ describe.each(DIALECTS)('a backlog larger than the first lane can hold, on %s', 
     const { rows } = await sql<{ n: string }>`SELECT coalesce(sum(n), 0)::text AS n FROM outbox_inserts`.execute(db.kysely);
     expect(Number(rows[0]?.n)).toBe(0);
   });
+});
+
+describe.each(DIALECTS)('the fan-out lease lost for a moment while first attempts are in flight, on %s', (dialect) => {
+  let db: Db;
+  let cleanup: (() => Promise<void>) | undefined;
+  let dispatcher: Dispatcher | undefined;
+  const held: http.ServerResponse[] = [];
+  const ids: string[] = [];
+  let holding = true;
+  const answer = (res: http.ServerResponse) => res.writeHead(200, { 'content-length': '2' }).end('ok');
+  // A receiver that holds its answers while `holding`, then answers them all at once.
+  const server = http.createServer((req, res) => {
+    ids.push(String(req.headers['webhook-id']));
+    req.resume().on('end', () => (holding ? held.push(res) : answer(res)));
+  });
+  beforeAll(async () => {
+    ({ db, cleanup } = await openMigratedDb(dialect));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  });
+  afterAll(async () => {
+    holding = false;
+    held.splice(0).forEach(answer);
+    await dispatcher?.stop();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    await cleanup?.();
+  });
+
+  it('sends none of its own first attempts again when it takes the lease back', async () => {
+    // The first attempts in flight when the lease comes back are answered just as the holder,
+    // reading the log one event at a time, looks for those left without an outcome: their
+    // outcomes land after its query for them but before it reaches their events. No process
+    // crashed, so none may be sent twice.
+    const port = (server.address() as AddressInfo).port;
+    const tenants = ['1', '2', '3', '4'];
+    for (const t of tenants) await hook(db, t, { EventType: 'open', Url: `http://127.0.0.1:${port}/v1/t${t}` });
+    dispatcher = await startDispatcher(db, { urlConcurrency: 32, fanOutBatchSize: 1, timeoutMs: 30_000, leaseMs: 1500 });
+    const owner = dispatcher.stats.fanOut;
+    for (const t of tenants) {
+      await append(db, t, Array.from({ length: 50 }, (_, i) => ({ event: 'open', time: 1_433_335_000 + i, MessageID: String(30_000 + i), email: `l${i}@example.com`, EventID: `lease-${t}-${i}` })));
+    }
+    await waitFor('first attempts in flight', async () => held.length >= 60, 20_000);
+    // Another owner holds the lease for 1 s, as a dispatcher that took it over during a pause would.
+    await sql`UPDATE leases SET owner = 'someone-else', expires_at = now() + interval '1 second' WHERE name = ${FAN_OUT_LEASE}`.execute(db.kysely);
+    await waitFor('the lease lost', async () => !owner.held, 10_000, 5);
+    await waitFor('the lease back', async () => owner.held, 10_000, 1);
+    await new Promise((r) => setTimeout(r, 5));
+    holding = false;
+    held.splice(0).forEach(answer);
+    await waitFor('every event sent', async () => new Set(ids).size === 200, 30_000);
+    await outboxEmpty(db, 30_000);
+    await waitFor('the low-water checkpoint at the head', async () => (await readCheckpoint(db.kysely, FIRST_ATTEMPTS_CHECKPOINT)) === (await readCheckpoint(db.kysely, WEBHOOKS_CHECKPOINT)), 20_000);
+    expect(ids.length - new Set(ids).size).toBe(0);
+    expect(owner.recovered).toBe(0);
+  }, 120_000);
 });
