@@ -1,14 +1,30 @@
 /**
  * Is a database error worth retrying? Connection loss, server shutdown, lack of resources,
- * serialization failures and deadlocks are; data and constraint errors are not (retrying the
- * same input fails the same way). Errors with no SQLSTATE come from the network or the driver.
+ * a statement cancelled or timed out, serialization failures and deadlocks are; data and
+ * constraint errors are not (retrying the same input fails the same way). Errors with no
+ * SQLSTATE come from the network or the driver (a socket's EPIPE is not a SQLSTATE: Postgres
+ * has no class starting with E).
  */
-const TRANSIENT_SQLSTATE = /^(08|53|57P|58|40001|40P01|55P03|XX000)/;
+const TRANSIENT_SQLSTATE = /^(08|53|57P|57014|58|40001|40P01|55P03|XX000)/;
+
+function sqlState(err: unknown): string | null {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && /^[0-9A-DF-Z][0-9A-Z]{4}$/.test(code) ? code : null;
+}
 
 export function isTransientDbError(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return TRANSIENT_SQLSTATE.test(code);
-  return true;
+  const code = sqlState(err);
+  return code === null || TRANSIENT_SQLSTATE.test(code);
+}
+
+/**
+ * Did the database refuse the data itself: a data exception (class 22), a constraint (23), a
+ * value over a limit (54)? Only then is an event's row its own fault, to be dead-lettered;
+ * anything else (a timeout, a cancel, a missing table) says nothing of the event, which is
+ * retried instead.
+ */
+export function isDataError(err: unknown): boolean {
+  return /^(22|23|54)/.test(sqlState(err) ?? '');
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Db } from '../db/connect.js';
-import { describeError, isTransientDbError } from '../db/errors.js';
+import { describeError, isDataError } from '../db/errors.js';
 import type { NewDeadLetter } from '../db/schema.js';
 import type { LogEventRow } from '../events/decode.js';
 import { appendEvents, appendInOneStatement } from '../log/append.js';
@@ -31,7 +31,7 @@ export function appendPath(rows: number, letters: number): 'one statement' | 'co
 /**
  * Writes one ingest batch: the valid rows into the log and the rejects into dead letters, in one
  * transaction (on Postgres one statement for a small batch without dead letters, else COPY; on
- * PGlite one JSON parameter). Throws only on transient errors (the caller retries the whole batch later).
+ * PGlite one JSON parameter). Throws on any error but a data error (the caller retries the whole batch later).
  * If the database refuses the batch for a data error, the batch is split so that only the
  * offending rows are dead-lettered, with the database's reason, and the rest is stored.
  */
@@ -54,7 +54,7 @@ export async function writeBatch(
           });
     return { inserted, refused: new Map() };
   } catch (err) {
-    if (isTransientDbError(err)) throw err;
+    if (!isDataError(err)) throw err;
   }
 
   let inserted = 0;
@@ -64,7 +64,7 @@ export async function writeBatch(
       const result = await appendEvents(db.kysely, [row]);
       inserted += result.inserted.size;
     } catch (err) {
-      if (isTransientDbError(err)) throw err;
+      if (!isDataError(err)) throw err;
       refused.set(i, `refused by the database: ${describeError(err)}`);
     }
   }

@@ -186,5 +186,29 @@ describe('which path a batch takes', () => {
       const pool = single.pool as pg.Pool;
       expect((await pool.query("SELECT count(*)::int AS n FROM dead_letters WHERE message_key = 'k1'")).rows[0]).toEqual({ n: 1 });
     });
+
+    it.each([
+      ['a small batch', 3],
+      ['a batch by COPY', ONE_STATEMENT_MAX_ROWS + 1],
+    ])('throws, for a retry, when a statement times out on %s: its valid rows are not dead-lettered', async (_name, n) => {
+      const pool = single.pool as pg.Pool;
+      const batch = rows(Array.from({ length: n }, (_, i) => `timeout-${n}-${i}`));
+      // The pool's one connection is the writer's; the lock is held from a connection of its own.
+      const url = (pool.options as { connectionString: string }).connectionString;
+      const other = new pg.Client({ connectionString: url });
+      await other.connect();
+      try {
+        await other.query('BEGIN');
+        await other.query('LOCK TABLE events IN SHARE MODE');
+        await pool.query("SET statement_timeout = '300ms'");
+        await expect(writeBatch(single, batch, [], letterFor)).rejects.toMatchObject({ code: '57014' });
+      } finally {
+        await other.query('ROLLBACK');
+        await other.end();
+        await pool.query('RESET statement_timeout');
+      }
+      expect((await pool.query("SELECT count(*)::int AS n FROM dead_letters WHERE reason LIKE '%statement timeout%'")).rows[0]).toEqual({ n: 0 });
+      expect(await writeBatch(single, batch, [], letterFor)).toEqual({ inserted: n, refused: new Map() });
+    });
   });
 });

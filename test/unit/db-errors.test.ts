@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isConnectionLoss, isTransientDbError } from '../../src/db/errors.js';
+import { isConnectionLoss, isDataError, isTransientDbError } from '../../src/db/errors.js';
 
 const withCode = (message: string, code: string) => Object.assign(new Error(message), { code });
 
@@ -30,5 +30,26 @@ describe('database errors', () => {
     expect(isTransientDbError(new Error('Connection terminated unexpectedly'))).toBe(true);
     expect(isTransientDbError(withCode('invalid input syntax for type bigint', '22P02'))).toBe(false);
     expect(isTransientDbError(withCode('duplicate key value', '23505'))).toBe(false);
+  });
+
+  it('retries a statement cancelled or timed out, and a socket error whose code looks like a SQLSTATE', () => {
+    expect(isTransientDbError(withCode('canceling statement due to statement timeout', '57014'))).toBe(true);
+    expect(isTransientDbError(withCode('write EPIPE', 'EPIPE'))).toBe(true);
+  });
+
+  it('takes only data, constraint and limit errors for the data’s fault (an event to dead-letter)', () => {
+    expect(isDataError(withCode('invalid input syntax for type bigint', '22P02'))).toBe(true);
+    expect(isDataError(withCode('duplicate key value', '23505'))).toBe(true);
+    expect(isDataError(withCode('index row size exceeds maximum', '54000'))).toBe(true);
+    for (const [message, code] of [
+      ['canceling statement due to statement timeout', '57014'],
+      ['relation "events" does not exist', '42P01'],
+      ['permission denied for table events', '42501'],
+      ['admin shutdown', '57P01'],
+      ['write EPIPE', 'EPIPE'],
+    ]) {
+      expect(isDataError(withCode(message as string, code as string)), code).toBe(false);
+    }
+    expect(isDataError(new Error('Connection terminated unexpectedly'))).toBe(false);
   });
 });
