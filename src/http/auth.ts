@@ -37,3 +37,25 @@ async function check(req: FastifyRequest, verifier: KeyVerifier): Promise<Princi
   if (principal === null) throw apiErrors.unauthorized();
   return principal;
 }
+
+/**
+ * `authenticate` as a route's `onRequest` hook, for routes outside /v3/REST (whose scope has its
+ * own): credentials are checked, and the failed-login limit applied, before the body is read, so
+ * an unauthenticated client cannot make the server buffer and parse a large body. With
+ * `writes`, a read-only key is refused (403) there too. `principalOf` gives the handler the tenant.
+ */
+export function authenticateFirst(verifier: KeyVerifier, failures?: AuthFailures | null, opts: { writes?: boolean; readOnlyMessage?: string } = {}) {
+  const principals = new WeakMap<FastifyRequest, Principal>();
+  return {
+    onRequest: async (req: FastifyRequest): Promise<void> => {
+      const principal = await authenticate(req, verifier, failures);
+      if (opts.writes === true && principal.readOnly) throw apiErrors.forbidden(opts.readOnlyMessage);
+      principals.set(req, principal);
+    },
+    principalOf: (req: FastifyRequest): Principal => {
+      const principal = principals.get(req);
+      if (principal === undefined) throw apiErrors.unauthorized();
+      return principal;
+    },
+  };
+}

@@ -11,6 +11,13 @@ import { nestedDeeperThan } from '../events/json-text.js';
 import type { Logger } from '../logger.js';
 import { ApiError, apiErrors, envelope } from './errors.js';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route parses its JSON body itself: the body parser hands it the checked text. */
+    jsonText?: boolean;
+  }
+}
+
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -61,7 +68,7 @@ export function createServer(http: Config['http'], log: Logger): FastifyInstance
       return done(apiErrors.badRequest(`Request body is nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
     }
     // A route that parses its body itself (POST /v1/events: each event on its own) gets the text.
-    if ((req.routeOptions.config as { jsonText?: boolean } | undefined)?.jsonText === true) return done(null, text);
+    if (req.routeOptions.config?.jsonText === true) return done(null, text);
     try {
       done(null, parseExactJson(text));
     } catch (err) {

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Db } from '../db/connect.js';
 import type { NewDeadLetter } from '../db/schema.js';
 import { type LogEventRow, decodeEventValue } from '../events/decode.js';
-import { type AuthFailures, authenticate } from '../http/auth.js';
+import { type AuthFailures, authenticateFirst } from '../http/auth.js';
 import { apiErrors } from '../http/errors.js';
 import type { KeyVerifier } from '../keys/key-store.js';
 import { type BatchOutcome, writeBatch } from './batch-writer.js';
@@ -23,10 +23,11 @@ export interface IngestSummary {
  * transaction; the answer says which was which.
  */
 export function registerHttpIngest(app: FastifyInstance, deps: { db: Db; verifier: KeyVerifier; authFailures?: AuthFailures }): void {
-  // The body arrives as text (`jsonText`): each event is parsed on its own (event-array.ts).
-  app.post('/v1/events', { bodyLimit: 16 * 1024 * 1024, config: { jsonText: true } }, async (req, reply) => {
-    const principal = await authenticate(req, deps.verifier, deps.authFailures);
-    if (principal.readOnly) throw apiErrors.forbidden('This API key is read-only: it may not send events.');
+  const auth = authenticateFirst(deps.verifier, deps.authFailures, { writes: true, readOnlyMessage: 'This API key is read-only: it may not send events.' });
+  // Credentials are checked before the body is read (up to 16 MiB); the body arrives as text
+  // (`jsonText`): each event is parsed on its own (event-array.ts).
+  app.post('/v1/events', { bodyLimit: 16 * 1024 * 1024, config: { jsonText: true }, onRequest: auth.onRequest }, async (req, reply) => {
+    const principal = auth.principalOf(req);
     if (typeof req.body !== 'string') throw apiErrors.badRequest('Request body must be a JSON array of events');
     const items = eventArrayItems(req.body, MAX_EVENTS_PER_REQUEST);
 

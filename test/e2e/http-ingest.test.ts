@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
@@ -200,6 +201,38 @@ describe('POST /v1/events', () => {
     const event = JSON.stringify([{ event: 'open', time: 1_700_000_000, MessageID: 1, email: 'ro@example.com' }]);
     expect(await post(event, basic(readOnly.ApiKey, readOnly.SecretKey))).toMatchObject({ status: 403, body: envelope(403, /read-only/) });
     expect(await countRows(t.db, 'events')).toBe(before);
+  });
+
+  it.each([
+    ['no credentials', null, 401],
+    ['a read-only key', 'read-only', 403],
+  ])('answers a request with %s before its body has arrived', async (_name, who, status) => {
+    // Headers announcing 10 MB, then 1 KB of body and nothing more: the answer must not wait for
+    // (and the server must not buffer) the body of a client it will refuse.
+    const authorization = who === null ? null : await (async () => {
+      const readOnly = await createApiKey(t.db.kysely, { readOnly: true });
+      return basic(readOnly.ApiKey, readOnly.SecretKey);
+    })();
+    const { port } = new URL(base);
+    const socket = net.connect(Number(port), '127.0.0.1');
+    const answer = new Promise<string>((resolve, reject) => {
+      let text = '';
+      socket.on('data', (chunk) => {
+        text += chunk.toString('latin1');
+        if (text.includes('\r\n\r\n')) resolve(text);
+      });
+      socket.on('error', reject);
+      socket.on('close', () => resolve(text));
+    });
+    socket.write(
+      `POST /v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n${authorization === null ? '' : `Authorization: ${authorization}\r\n`}\r\n[${' '.repeat(1024)}`,
+    );
+    const timeout = new Promise<string>((resolve) => setTimeout(() => resolve('no answer within 5 s'), 5000));
+    try {
+      expect((await Promise.race([answer, timeout])).split('\r\n')[0]).toBe(`HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : 'Forbidden'}`);
+    } finally {
+      socket.destroy();
+    }
   });
 });
 

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
-import { type AuthFailures, authenticate } from '../../http/auth.js';
+import { type AuthFailures, authenticateFirst } from '../../http/auth.js';
 import { apiErrors } from '../../http/errors.js';
 import type { KeyVerifier } from '../../keys/key-store.js';
 import type { GroupingLimits } from '../enqueue.js';
@@ -34,8 +34,10 @@ export interface WebhookAdminDeps {
 const paging = listSchema({});
 
 export function registerWebhookAdmin(app: FastifyInstance, deps: WebhookAdminDeps): void {
-  app.get('/v1/webhooks/attempts', async (req, reply) => {
-    const principal = await authenticate(req, deps.verifier, deps.authFailures);
+  const reader = authenticateFirst(deps.verifier, deps.authFailures);
+  const writer = authenticateFirst(deps.verifier, deps.authFailures, { writes: true });
+  app.get('/v1/webhooks/attempts', { onRequest: reader.onRequest }, async (req, reply) => {
+    const principal = reader.principalOf(req);
     const raw = req.query as RawQuery;
     const page = pageOf(parseQuery(paging, raw));
     const filters = parseAttemptFilters(raw);
@@ -45,9 +47,8 @@ export function registerWebhookAdmin(app: FastifyInstance, deps: WebhookAdminDep
     return reply.type('application/json; charset=utf-8').send(toJson(body));
   });
 
-  app.post('/v1/webhooks/replay', async (req, reply) => {
-    const principal = await authenticate(req, deps.verifier, deps.authFailures);
-    if (principal.readOnly) throw apiErrors.forbidden();
+  app.post('/v1/webhooks/replay', { onRequest: writer.onRequest }, async (req, reply) => {
+    const principal = writer.principalOf(req);
     const range = parseReplayRequest(req.body ?? {});
     if (!range.ok) throw apiErrors.badRequest(range.message);
     const r = await replayWebhookEvents(deps.db, principal.apiKeyId, range.value, deps.grouping, deps.maxReplayEvents);
