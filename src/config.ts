@@ -138,6 +138,7 @@ const envSchema = z.object({
   API_AUTH_FAILURE_LIMIT: int(1, 1_000_000).default(30),
   API_CACHE_ENTRIES: int(0, 1_000_000).default(10_000),
   API_CACHE_TTL_MS: int(0, 3_600_000).default(5000),
+  API_CACHE_MAX_MB: int(1, 65_536).default(64),
   MAILTALLY_API_KEY: z.string().min(1).optional(),
   MAILTALLY_SECRET_KEY: z.string().min(1).optional(),
   WEBHOOK_ALLOWLIST: allowList.default([]),
@@ -178,6 +179,8 @@ export interface Config {
     /** Answers kept until the read models change (0 entries = no cache), at most `cacheTtlMs` old. */
     readonly cacheEntries: number;
     readonly cacheTtlMs: number;
+    /** Characters of all kept answers together. */
+    readonly cacheMaxBytes: number;
   };
   readonly ingest: { readonly batchSize: number; readonly batchWaitMs: number; readonly ackWaitMs: number; readonly workers: number };
   readonly projector: { readonly batchSize: number; readonly pollMs: number; readonly leaseMs: number; readonly cacheGroups: number; readonly replayBatchSize: number; readonly replayCounterRows: number;
@@ -266,6 +269,7 @@ export function loadConfig(env: Env = process.env): Config {
       authFailuresPerMinute: e.API_AUTH_FAILURE_LIMIT,
       cacheEntries: e.API_CACHE_ENTRIES,
       cacheTtlMs: e.API_CACHE_TTL_MS,
+      cacheMaxBytes: e.API_CACHE_MAX_MB * 1024 * 1024,
     },
     ingest: { batchSize: e.INGEST_BATCH_SIZE, batchWaitMs: e.INGEST_BATCH_WAIT_MS, ackWaitMs: e.INGEST_ACK_WAIT_MS, workers: e.INGEST_WORKERS },
     projector: { batchSize: e.PROJECTOR_BATCH_SIZE, pollMs: e.PROJECTOR_POLL_MS, leaseMs: e.PROJECTOR_LEASE_MS, cacheGroups: e.PROJECTOR_CACHE_GROUPS, replayBatchSize: e.REPLAY_BATCH_SIZE, replayCounterRows: e.REPLAY_COUNTER_ROWS, replayEngine: e.REPLAY_ENGINE, replayWorkMem: e.REPLAY_WORK_MEM },

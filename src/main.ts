@@ -137,7 +137,7 @@ export async function startService(config: Config, roles: readonly Role[], log: 
         import('./webhooks/routes/openapi-paths.js'),
         import('./webhooks/routes/webhook-admin.js'),
       ]);
-      const cache = new ResponseCache(config.api.cacheEntries, config.api.cacheTtlMs);
+      const cache = new ResponseCache({ maxEntries: config.api.cacheEntries, ttlMs: config.api.cacheTtlMs, maxBytes: config.api.cacheMaxBytes });
       if (cache.enabled) {
         const unlisten = await db.listen(READ_MODELS_CHANNEL, () => cache.invalidate());
         cleanup.unshift(unlisten);

@@ -4,22 +4,41 @@
  * notification starts a new generation, and only entries of the current generation are served.
  * A request stores its answer only if no notification arrived while it ran, so an answer read
  * from an older snapshot is never kept. `ttlMs` bounds an entry's age in case notifications are
- * lost (a dropped LISTEN connection is re-established and counted as a change).
+ * lost (a dropped LISTEN connection is re-established and counted as a change). Memory is bounded
+ * by `maxBytes` over all answers, not only by their count: 10,000 pages of 250 KB would be 2.5 GB.
  */
 export const READ_MODELS_CHANNEL = 'mailtally_read_models';
 
+export interface ResponseCacheOptions {
+  /** Answers kept at most (0: no cache). */
+  readonly maxEntries: number;
+  readonly ttlMs: number;
+  /** Characters of all kept answers together (at most a byte each in memory for ASCII JSON). */
+  readonly maxBytes?: number;
+  /** A larger answer is not kept. */
+  readonly maxBodyBytes?: number;
+  readonly now?: () => number;
+}
+
 export class ResponseCache {
   #generation = 0;
+  #bytes = 0;
   readonly #entries = new Map<string, { body: string; generation: number; expires: number }>();
   /** Answers being computed: identical requests arriving meanwhile wait for the same one. */
   readonly #inFlight = new Map<string, { generation: number; body: Promise<string> }>();
+  readonly maxEntries: number;
+  readonly ttlMs: number;
+  readonly maxBytes: number;
+  private readonly maxBodyBytes: number;
+  private readonly now: () => number;
 
-  constructor(
-    readonly maxEntries: number,
-    readonly ttlMs: number,
-    private readonly maxBodyBytes = 256 * 1024,
-    private readonly now: () => number = () => Date.now(),
-  ) {}
+  constructor(options: ResponseCacheOptions) {
+    this.maxEntries = options.maxEntries;
+    this.ttlMs = options.ttlMs;
+    this.maxBytes = options.maxBytes ?? 64 * 1024 * 1024;
+    this.maxBodyBytes = Math.min(options.maxBodyBytes ?? 256 * 1024, this.maxBytes);
+    this.now = options.now ?? (() => Date.now());
+  }
 
   get enabled(): boolean {
     return this.maxEntries > 0;
@@ -51,6 +70,12 @@ export class ResponseCache {
   invalidate(): void {
     this.#generation++;
     this.#entries.clear();
+    this.#bytes = 0;
+  }
+
+  /** Characters of the answers kept now. */
+  get bytes(): number {
+    return this.#bytes;
   }
 
   /** Taken before reading, handed back to `set`. */
@@ -62,7 +87,7 @@ export class ResponseCache {
     const e = this.#entries.get(key);
     if (e === undefined) return undefined;
     if (e.generation !== this.#generation || e.expires <= this.now()) {
-      this.#entries.delete(key);
+      this.#delete(key);
       return undefined;
     }
     return e.body;
@@ -70,11 +95,19 @@ export class ResponseCache {
 
   set(key: string, body: string, generation: number): void {
     if (!this.enabled || generation !== this.#generation || body.length > this.maxBodyBytes) return;
-    if (this.#entries.size >= this.maxEntries) {
-      // Oldest first: Map keeps insertion order.
-      const oldest = this.#entries.keys().next().value;
-      if (oldest !== undefined) this.#entries.delete(oldest);
+    this.#delete(key);
+    // Oldest first (a Map keeps insertion order), until the new answer fits both bounds.
+    while (this.#entries.size > 0 && (this.#entries.size >= this.maxEntries || this.#bytes + body.length > this.maxBytes)) {
+      this.#delete(this.#entries.keys().next().value as string);
     }
     this.#entries.set(key, { body, generation, expires: this.now() + this.ttlMs });
+    this.#bytes += body.length;
+  }
+
+  #delete(key: string): void {
+    const e = this.#entries.get(key);
+    if (e === undefined) return;
+    this.#entries.delete(key);
+    this.#bytes -= e.body.length;
   }
 }

@@ -52,7 +52,7 @@ export async function openApiFixture(opts: ApiFixtureOptions = {}): Promise<ApiF
   await ensureProjectionTables(db.kysely, PROJECTIONS);
   const keys = { a: await createApiKey(db.kysely), b: await createApiKey(db.kysely), readOnly: await createApiKey(db.kysely, { readOnly: true }) };
   const app = createServer({ port: 0, host: '127.0.0.1', tls: null, allowInsecureHttp: false, trustProxy: false }, quietLogger());
-  const cache = opts.cache === true ? new ResponseCache(1000, 60_000) : null;
+  const cache = opts.cache === true ? new ResponseCache({ maxEntries: 1000, ttlMs: 60_000 }) : null;
   const unlisten = cache !== null ? await db.listen(READ_MODELS_CHANNEL, () => cache.invalidate()) : async () => {};
   registerRestApi(app, {
     db: db.kysely,

@@ -47,7 +47,7 @@ describe.each(['postgres', 'pglite'] as const)('response cache on %s', (dialect)
 
 describe('ResponseCache', () => {
   it('never keeps an answer read before a change it did not see', () => {
-    const c = new ResponseCache(10, 60_000);
+    const c = new ResponseCache({ maxEntries: 10, ttlMs: 60_000 });
     const generation = c.generation;
     c.invalidate(); // a notification arrived while the request ran
     c.set('k', 'stale', generation);
@@ -59,7 +59,7 @@ describe('ResponseCache', () => {
   });
 
   it('computes an answer once for identical requests that arrive together', async () => {
-    const c = new ResponseCache(10, 60_000);
+    const c = new ResponseCache({ maxEntries: 10, ttlMs: 60_000 });
     let runs = 0;
     let release: (v: string) => void = () => {};
     const compute = () => {
@@ -75,7 +75,7 @@ describe('ResponseCache', () => {
   });
 
   it('does not share a computation across a change', async () => {
-    const c = new ResponseCache(10, 60_000);
+    const c = new ResponseCache({ maxEntries: 10, ttlMs: 60_000 });
     const first = c.answer('k', async () => 'old');
     c.invalidate();
     expect(await c.answer('k', async () => 'new')).toBe('new');
@@ -85,7 +85,7 @@ describe('ResponseCache', () => {
 
   it('bounds entries by count, age and size', () => {
     let now = 0;
-    const c = new ResponseCache(2, 100, 10, () => now);
+    const c = new ResponseCache({ maxEntries: 2, ttlMs: 100, maxBodyBytes: 10, now: () => now });
     c.set('a', '1', 0);
     c.set('b', '2', 0);
     c.set('c', '3', 0);
@@ -94,6 +94,19 @@ describe('ResponseCache', () => {
     expect(c.get('big')).toBeUndefined();
     now = 100;
     expect(c.get('b')).toBeUndefined();
-    expect(new ResponseCache(0, 100).enabled).toBe(false);
+    expect(new ResponseCache({ maxEntries: 0, ttlMs: 100 }).enabled).toBe(false);
+  });
+
+  it('bounds the characters of all its answers together, dropping the oldest first', () => {
+    const c = new ResponseCache({ maxEntries: 1000, ttlMs: 60_000, maxBytes: 100 });
+    for (let i = 0; i < 10; i++) c.set(`k${i}`, String(i).repeat(30), 0);
+    expect(c.bytes).toBeLessThanOrEqual(100);
+    expect([0, 1, 2, 3, 4, 5, 6].map((i) => c.get(`k${i}`))).toEqual(Array(7).fill(undefined));
+    expect([7, 8, 9].map((i) => c.get(`k${i}`))).toEqual(['7'.repeat(30), '8'.repeat(30), '9'.repeat(30)]);
+    // The same key again replaces its answer and its size.
+    c.set('k9', 'x', 0);
+    expect(c.bytes).toBe(61);
+    c.invalidate();
+    expect(c.bytes).toBe(0);
   });
 });
