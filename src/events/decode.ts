@@ -15,7 +15,24 @@ export type DecodeResult = { ok: true; row: LogEventRow } | { ok: false; reason:
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
+/**
+ * The most an event's JSON may take, as NATS's default `max_payload` allows one message: a larger
+ * event is refused on every path (HTTP, import, NATS with a raised limit) rather than kept in the
+ * append-only log for good.
+ */
+export const MAX_EVENT_BYTES = 1024 * 1024;
+
+const tooLarge = (bytes: number): DecodeResult => ({ ok: false, reason: `event is ${bytes} bytes, over the ${MAX_EVENT_BYTES} (1 MiB) an event may take` });
+
+/** Its UTF-8 size, when a string of this length could be over the limit. */
+const oversize = (text: string): number | null => {
+  if (text.length * 3 <= MAX_EVENT_BYTES) return null;
+  const bytes = Buffer.byteLength(text, 'utf8');
+  return bytes > MAX_EVENT_BYTES ? bytes : null;
+};
+
 export function decodeEventBytes(bytes: Uint8Array, ctx: DecodeContext): DecodeResult {
+  if (bytes.length > MAX_EVENT_BYTES) return tooLarge(bytes.length);
   let text: string;
   try {
     text = utf8.decode(bytes);
@@ -29,6 +46,8 @@ export function decodeEventBytes(bytes: Uint8Array, ctx: DecodeContext): DecodeR
 }
 
 export function decodeEventText(text: string, ctx: DecodeContext): DecodeResult {
+  const size = oversize(text);
+  if (size !== null) return tooLarge(size);
   const fast = fastDecodeText(text, ctx);
   if (fast !== null) return { ok: true, row: fast };
   return decodeEventTextStrictly(text, ctx);
@@ -47,6 +66,8 @@ export function decodeEventTextStrictly(text: string, ctx: DecodeContext): Decod
 
 /** `payloadText` is the event's own JSON text when the caller has it (saves writing it again). */
 export function decodeEventValue(value: unknown, ctx: DecodeContext, payloadText?: string): DecodeResult {
+  const size = payloadText === undefined ? null : oversize(payloadText);
+  if (size !== null) return tooLarge(size);
   const fast = fastDecodeValue(value, ctx, payloadText);
   if (fast !== null) return { ok: true, row: fast };
   return decodeEventValueStrictly(value, ctx, payloadText);

@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { Database, NewDeadLetter } from '../db/schema.js';
+import { MAX_EVENT_BYTES } from '../events/decode.js';
 
 /** Input that failed validation: kept with its reason, never lost, never blocking the stream. */
 export async function writeDeadLetters(db: Kysely<Database>, letters: readonly NewDeadLetter[]): Promise<void> {
@@ -11,7 +12,7 @@ export function deadLetterInsert(db: Kysely<Database>, letters: readonly NewDead
   return (
     db
       .insertInto('dead_letters')
-      .values(letters.map((l) => ({ ...l, reason: storableText(l.reason, 2000), subject: l.subject != null ? storableText(l.subject, 1000) : null })))
+      .values(letters.map((l) => ({ ...l, ...keptRaw(l), subject: l.subject != null ? storableText(l.subject, 1000) : null })))
       // A redelivery of the same poison message is stored once.
       .onConflict((oc) => oc.column('message_key').doNothing())
   );
@@ -35,4 +36,11 @@ export async function countDeadLetters(db: Kysely<Database>): Promise<number> {
 function storableText(text: string, max: number): string {
   const clean = text.replaceAll('\u0000', '\\u0000');
   return clean.length > max ? `${clean.slice(0, max)}…` : clean;
+}
+
+/** The input's first MAX_EVENT_BYTES at most (an oversized event is refused, not stored whole twice), and the reason, saying so. */
+function keptRaw(l: NewDeadLetter): { raw: NewDeadLetter['raw']; reason: string } {
+  const raw = l.raw;
+  if (raw == null || raw.length <= MAX_EVENT_BYTES) return { raw, reason: storableText(l.reason, 2000) };
+  return { raw: raw.subarray(0, MAX_EVENT_BYTES), reason: `${storableText(l.reason, 1900)} (raw: its first ${MAX_EVENT_BYTES} of ${raw.length} bytes)` };
 }

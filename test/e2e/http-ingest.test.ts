@@ -2,6 +2,7 @@ import net from 'node:net';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { MAX_EVENT_BYTES } from '../../src/events/decode.js';
 import { createApiKey } from '../../src/keys/key-store.js';
 import { type Service, startService } from '../../src/main.js';
 import { BIG_MESSAGE_ID, sampleEvents, withBareMessageId } from '../support/events.js';
@@ -151,6 +152,22 @@ describe('POST /v1/events', () => {
     }
   });
 
+  it('refuses an event over 1 MiB, keeping its first MiB as the dead letter, and stores the rest', async () => {
+    const huge = { event: 'sent', time: 1_500_000_100, MessageID: 911, email: 'huge@example.com', EventID: 'huge-1', pad: 'x'.repeat(MAX_EVENT_BYTES) };
+    const fine = { event: 'sent', time: 1_500_000_100, MessageID: 912, email: 'fine@example.com', EventID: 'huge-2', pad: 'x'.repeat(1000) };
+    const hugeText = JSON.stringify(huge);
+    const lettersBefore = await countRows(t.db, 'dead_letters');
+    const res = await post(JSON.stringify([huge, fine]));
+    expect(res).toMatchObject({ status: 200, body: { Accepted: 1, Rejected: 1, Errors: [{ Index: 0, Reason: `event is ${hugeText.length} bytes, over the ${MAX_EVENT_BYTES} (1 MiB) an event may take` }] } });
+    const stored = await t.db.kysely.selectFrom('events').select('event_id').where('event_id', 'like', 'huge-%').execute();
+    expect(stored.map((r) => r.event_id)).toEqual(['huge-2']);
+    const letters = await t.db.kysely.selectFrom('dead_letters').selectAll().where('id', '>', BigInt(lettersBefore)).execute();
+    expect(letters).toHaveLength(1);
+    expect(letters[0]?.raw.length).toBe(MAX_EVENT_BYTES);
+    expect(letters[0]?.raw.toString('utf8')).toBe(hugeText.slice(0, MAX_EVENT_BYTES));
+    expect(letters[0]?.reason).toMatch(new RegExp(`raw: its first ${MAX_EVENT_BYTES} of ${hugeText.length} bytes`));
+  });
+
   it('takes each event on its own: one lossless-json refuses costs only that event, and the log keeps each event as sent', async () => {
     const big = '19421777835146999';
     // A repeated key beside a nested integer past 2^53: lossless-json, which that integer needs, refuses the repeat.
@@ -244,6 +261,6 @@ describe('GET /status', () => {
     const head = await sql<{ max: bigint }>`SELECT max(position) AS max FROM events`.execute(t.db.kysely);
     expect(body).toMatchObject({ status: 'ok', log: { head: Number(head.rows[0]?.max) }, deadLetters: await countRows(t.db, 'dead_letters') });
     expect(body.log.head).toBeGreaterThan(10);
-    expect(body.deadLetters).toBe(8); // the rejects of the tests above
+    expect(body.deadLetters).toBe(9); // the rejects of the tests above
   });
 });

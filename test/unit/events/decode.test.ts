@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type LogEventRow, decodeEventBytes, decodeEventText, decodeEventValue } from '../../../src/events/decode.js';
+import { type LogEventRow, MAX_EVENT_BYTES, decodeEventBytes, decodeEventText, decodeEventValue } from '../../../src/events/decode.js';
 import { deriveEventId } from '../../../src/events/event-id.js';
 import { parseExactJson } from '../../../src/events/exact-json.js';
 import { BIG_MESSAGE_ID, sampleEvents, withBareMessageId } from '../../support/events.js';
@@ -142,5 +142,29 @@ describe('EventID', () => {
     const value = parseExactJson('{"event":"sent","time":1,"MessageID":19421777835146490,"email":"a@b.co"}');
     const result = decodeEventValue(value, ctx);
     expect(result.ok && result.row.payload).toBe('{"event":"sent","time":1,"MessageID":19421777835146490,"email":"a@b.co"}');
+  });
+});
+
+describe('event size', () => {
+  const event = (padBytes: number, pad = 'x') => JSON.stringify({ event: 'sent', time: 1, MessageID: 5, email: 'a@b.co', pad: pad.repeat(padBytes) });
+  const overhead = event(0).length;
+
+  it('takes an event of exactly 1 MiB and refuses one byte more, on every path', () => {
+    const fits = event(MAX_EVENT_BYTES - overhead);
+    const over = event(MAX_EVENT_BYTES - overhead + 1);
+    expect(fits.length).toBe(MAX_EVENT_BYTES);
+    expect(decodeEventText(fits, ctx).ok).toBe(true);
+    expect(decodeEventBytes(Buffer.from(fits), ctx).ok).toBe(true);
+    const reason = `event is ${MAX_EVENT_BYTES + 1} bytes, over the ${MAX_EVENT_BYTES} (1 MiB) an event may take`;
+    expect(decodeEventText(over, ctx)).toEqual({ ok: false, reason });
+    expect(decodeEventBytes(Buffer.from(over), ctx)).toEqual({ ok: false, reason });
+    expect(decodeEventValue(JSON.parse(over), ctx, over)).toEqual({ ok: false, reason });
+  });
+
+  it('counts UTF-8 bytes, not characters', () => {
+    // 'é' is two bytes: under 1 MiB of characters, over 1 MiB of bytes.
+    const text = event(MAX_EVENT_BYTES / 2, 'é');
+    expect(text.length).toBeLessThan(MAX_EVENT_BYTES);
+    expect(decodeEventText(text, ctx)).toMatchObject({ ok: false, reason: expect.stringMatching(/^event is \d+ bytes, over/) });
   });
 });
