@@ -11,9 +11,12 @@ import { defineResource } from '../resource.js';
 /**
  * /statistics/recipient-esp — distinct-message counts per recipient ESP for one campaign
  * (CampaignID required), from `recipient_esp_stats` (projections/recipient-esp.ts), and the
- * rates derived from them, rounded to 4 decimals (0 when the denominator is 0): open =
- * opened / attempted, click-through = clicked / opened, soft / hard bounce and deferred =
- * / attempted, unsubscribed and spam = / delivered. Attempted = processed and not blocked.
+ * rates, rounded to 4 decimals (0 when the denominator is 0): open = opened / attempted,
+ * click-through = clicked / opened, soft / hard bounce and deferred = / attempted, unsubscribed
+ * and spam = / delivered. Attempted = processed and not blocked. A rate's numerator counts only
+ * its denominator's messages (opened and attempted, clicked and opened, …), so a rate is a share
+ * of them and never above 1: an open before its `sent` arrived, or a click with no open, shows in
+ * the counts but not in the rates.
  * - EspNames (also ESP_Name): one name or a comma list, without regard to case.
  * - Sort (none in Mailjet's metadata): ESPName (default) and the counts.
  * - Keys in the order of Mailjet's documented sample.
@@ -37,16 +40,17 @@ const COUNTS = {
 } as const;
 type Column = (typeof COUNTS)[keyof typeof COUNTS];
 
-/** Rate → [numerator, denominator]. */
+/** Rate → [numerator (among the denominator's messages), denominator]. */
 const RATES = {
-  OpenRate: ['opened', 'attempted'],
-  ClickThroughRate: ['clicked', 'opened'],
-  SoftBouncedRate: ['soft_bounced', 'attempted'],
-  HardBouncedRate: ['hard_bounced', 'attempted'],
-  UnsubscribedRate: ['unsub', 'delivered'],
-  SpamReportsRate: ['spam', 'delivered'],
-  DeferredRate: ['deferred', 'attempted'],
-} as const satisfies Record<string, readonly [Column, Column]>;
+  OpenRate: ['opened_of_attempted', 'attempted'],
+  ClickThroughRate: ['clicked_of_opened', 'opened'],
+  SoftBouncedRate: ['soft_bounced_of_attempted', 'attempted'],
+  HardBouncedRate: ['hard_bounced_of_attempted', 'attempted'],
+  UnsubscribedRate: ['unsub_of_delivered', 'delivered'],
+  SpamReportsRate: ['spam_of_delivered', 'delivered'],
+  DeferredRate: ['deferred_of_attempted', 'attempted'],
+} as const satisfies Record<string, readonly [string, Column]>;
+type RateColumn = (typeof RATES)[keyof typeof RATES][0];
 
 const record = z.object({
   ESPName: z.string(),
@@ -54,7 +58,7 @@ const record = z.object({
   ...Object.fromEntries(Object.keys(RATES).map((k) => [k, z.number().meta({ description: 'Fraction, 4 decimals' })])),
 });
 
-type Row = { esp: string } & Record<Column, bigint>;
+type Row = { esp: string } & Record<Column | RateColumn, bigint>;
 
 const SORTABLE = { ESPName: sql.ref('esp'), ...Object.fromEntries(Object.entries(COUNTS).map(([wire, column]) => [wire, sql.ref(column)])) };
 

@@ -36,6 +36,12 @@ beforeAll(async () => {
     ...message('x@example.org', ['sent']),
     ...message('y@example.net', ['queued', 'sent']),
     ...message('z@gmail.com', ['sent'], BIG),
+    // Campaign 8: opens and an unsubscribe with no delivery event (yet), a click with no open.
+    ...message('p1@gmail.com', ['sent', 'open', 'click'], 8),
+    ...message('p2@gmail.com', ['open'], 8),
+    ...message('p3@gmail.com', ['sent', 'click'], 8),
+    ...message('p4@gmail.com', ['unsub'], 8),
+    ...message('p5@gmail.com', ['open'], 8),
   ]);
   await f.given(f.keys.b, message('b@gmail.com', ['sent', 'open']));
 });
@@ -68,6 +74,14 @@ describe('GET /v3/REST/statistics/recipient-esp', () => {
     expect(res.body).toEqual(body([GMAIL, YAHOO, OTHERS, OUTLOOK]));
     expect(Object.keys((res.body as { Data: object[] }).Data[0] as object)).toEqual(Object.keys(GMAIL));
     expect(res.text).toContain('"ClickThroughRate":0.6667,');
+  });
+
+  it('gives each rate as the share of its denominator’s messages, never above 1', async () => {
+    // 3 opened of 2 attempted: the opens with no delivery event count as opened, not in the open
+    // rate (1 of the 2 attempted opened); 1 of the 3 opened clicked (the other click had no open);
+    // the unsubscribe came with no delivery.
+    const res = await f.get('/v3/REST/statistics/recipient-esp?CampaignID=8');
+    expect(res.body).toEqual(body([row('Gmail', { att: 2, del: 2, open: 3, click: 2, unsub: 1 }, { OpenRate: 0.5, ClickThroughRate: 0.3333 })]));
   });
 
   it('filters by EspNames / ESP_Name, one name or a list, without regard to case', async () => {

@@ -43,9 +43,9 @@ const bounces: Scenario = {
         {
           table: 'recipient_esp_stats',
           rows: [
-            { campaign_id: 12, esp: 'Yahoo', attempted: 1, soft_bounced: 1 },
+            { campaign_id: 12, esp: 'Yahoo', attempted: 1, soft_bounced: 1, soft_bounced_of_attempted: 1 },
             // hal's blocked message is not attempted
-            { campaign_id: 12, esp: 'Gmail', attempted: 2, hard_bounced: 2 },
+            { campaign_id: 12, esp: 'Gmail', attempted: 2, hard_bounced: 2, hard_bounced_of_attempted: 2 },
           ],
         },
         {

@@ -88,7 +88,8 @@ const engagement: Scenario = {
         {
           table: 'recipient_esp_stats',
           rows: [
-            { campaign_id: 14, esp: 'Gmail', attempted: 2, delivered: 1, opened: 1, clicked: 1, unsub: 1 },
+            { campaign_id: 14, esp: 'Gmail', attempted: 2, delivered: 1, opened: 1, clicked: 1, unsub: 1, opened_of_attempted: 1, clicked_of_opened: 1, unsub_of_delivered: 1 },
+            // max clicked without an open: a click, not a share of the opened
             { campaign_id: 14, esp: 'Outlook', attempted: 1, delivered: 1, clicked: 1 },
           ],
         },
