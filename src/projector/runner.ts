@@ -256,6 +256,11 @@ export class Projector {
       if (this.#superseded.has(p.name)) continue;
       try {
         const ok = await tryAcquireLease(this.db.kysely, leaseName(p.name), this.owner, this.options.leaseMs);
+        // Let go of while this renewal was on its way (#letGoOfSuperseded): not taken back, ever.
+        if (this.#superseded.has(p.name)) {
+          if (ok) await releaseLease(this.db.kysely, leaseName(p.name), this.owner).catch(() => {});
+          continue;
+        }
         if (ok && !this.#held.has(p.name)) {
           this.#held.add(p.name);
           this.#positions.delete(p.name);
