@@ -5,7 +5,7 @@ import { deriveEventId } from '../events/event-id.js';
 import { parseExactJson, stringifyExactJson } from '../events/exact-json.js';
 import { MAX_EVENTS_PER_REQUEST } from '../ingest/http-ingest.js';
 import { ensureStream } from '../ingest/nats-stream.js';
-import { type JsonLine, lineTenant, openJsonLines } from './jsonl.js';
+import { type JsonLine, isApiKeyId, lineTenant, openJsonLines } from './jsonl.js';
 import { startProgress } from './progress.js';
 
 interface PublishSummary {
@@ -20,6 +20,7 @@ interface PublishSummary {
  * batches to POST /v1/events using MAILTALLY_API_KEY / MAILTALLY_SECRET_KEY.
  */
 export async function runPublish(config: Config, path: string, opts: { apiKeyId: string | undefined; url: string | undefined }): Promise<number> {
+  if (opts.apiKeyId !== undefined && !isApiKeyId(opts.apiKeyId)) throw new Error('--api-key-id must be a positive 64-bit integer');
   const summary = config.nats !== null ? await publishToNats(config, path, opts.apiKeyId) : await publishToHttp(config, path, opts.url);
   console.log(JSON.stringify(summary));
   return summary.Skipped.length > 0 ? 3 : 0;
@@ -71,8 +72,9 @@ function natsTarget(line: JsonLine, apiKeyIdFlag: string | undefined, prefix: st
   } catch {
     return { ok: false, reason: 'not valid JSON' };
   }
-  const tenant = lineTenant(value, apiKeyIdFlag);
-  if (tenant === null) return { ok: false, reason: 'no APIKeyID: pass --api-key-id or put APIKeyID in each event' };
+  const found = lineTenant(value, apiKeyIdFlag);
+  if (!found.ok) return { ok: false, reason: found.reason };
+  const tenant = found.id;
   const event = (value as Record<string, unknown>)['event'];
   if (typeof event !== 'string' || !/^[a-z]+$/.test(event)) return { ok: false, reason: 'no valid "event" field' };
   const given = (value as Record<string, unknown>)['EventID'];
