@@ -16,7 +16,8 @@ interface PublishSummary {
 
 /**
  * `mailtally publish <file.jsonl>`: a producer. With NATS_URL, one message per event on
- * `<prefix>.<APIKeyID>.<event>` with Nats-Msg-Id = EventID (derived when absent); without it,
+ * `<prefix>.<APIKeyID>.<event>` with Nats-Msg-Id = `<APIKeyID>:<EventID>` (EventID derived when
+ * absent; the tenant first because the stream dedupes msg ids across tenants); without it,
  * batches to POST /v1/events using MAILTALLY_API_KEY / MAILTALLY_SECRET_KEY.
  */
 export async function runPublish(config: Config, path: string, opts: { apiKeyId: string | undefined; url: string | undefined }): Promise<number> {
@@ -78,8 +79,9 @@ function natsTarget(line: JsonLine, apiKeyIdFlag: string | undefined, prefix: st
   const event = (value as Record<string, unknown>)['event'];
   if (typeof event !== 'string' || !/^[a-z]+$/.test(event)) return { ok: false, reason: 'no valid "event" field' };
   const given = (value as Record<string, unknown>)['EventID'];
-  const msgId = typeof given === 'string' && given !== '' ? given : deriveEventId(tenant, value as Record<string, unknown>);
-  return { ok: true, subject: `${prefix}.${tenant}.${event}`, msgId };
+  const eventId = typeof given === 'string' && given !== '' ? given : deriveEventId(tenant, value as Record<string, unknown>);
+  // JetStream dedupes Nats-Msg-Id across the whole stream; EventIDs are unique per tenant only.
+  return { ok: true, subject: `${prefix}.${tenant}.${event}`, msgId: `${tenant}:${eventId}` };
 }
 
 async function publishToHttp(config: Config, path: string, urlFlag: string | undefined): Promise<PublishSummary> {
