@@ -25,7 +25,7 @@ export class IngestWorkers {
   }
 
   get stats(): IngestStats {
-    const total: IngestStats = { received: 0, stored: 0, duplicates: 0, deadLettered: 0, failedBatches: 0 };
+    const total: IngestStats = { received: 0, stored: 0, duplicates: 0, deadLettered: 0, failedBatches: 0, redeliveriesSkipped: 0 };
     for (const s of this.#stats) for (const k of Object.keys(total) as (keyof IngestStats)[]) total[k] += s[k];
     return total;
   }
@@ -37,7 +37,7 @@ export class IngestWorkers {
   #startOne(index: number): Promise<void> {
     const worker = new Worker(WORKER_ENTRY, { workerData: { config: this.config, index } });
     this.#workers.push(worker);
-    this.#stats[index] = { received: 0, stored: 0, duplicates: 0, deadLettered: 0, failedBatches: 0 };
+    this.#stats[index] = { received: 0, stored: 0, duplicates: 0, deadLettered: 0, failedBatches: 0, redeliveriesSkipped: 0 };
     worker.on('message', (m: { type: string; stats?: IngestStats }) => {
       if (m.stats !== undefined) this.#stats[index] = m.stats;
     });
