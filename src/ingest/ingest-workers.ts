@@ -13,6 +13,7 @@ const WORKER_ENTRY = new URL('../../bin/ingest-worker.js', import.meta.url);
 export class IngestWorkers {
   readonly #workers: Worker[] = [];
   readonly #stats: IngestStats[] = [];
+  readonly #consuming: boolean[] = [];
 
   constructor(
     private readonly config: Config,
@@ -30,6 +31,11 @@ export class IngestWorkers {
     return total;
   }
 
+  /** Whether every worker reads its consumer. */
+  get consuming(): boolean {
+    return this.#consuming.every((c) => c);
+  }
+
   async stop(): Promise<void> {
     await Promise.all(this.#workers.map((w, i) => this.#stopOne(w, i)));
   }
@@ -38,8 +44,10 @@ export class IngestWorkers {
     const worker = new Worker(WORKER_ENTRY, { workerData: { config: this.config, index } });
     this.#workers.push(worker);
     this.#stats[index] = { received: 0, stored: 0, duplicates: 0, deadLettered: 0, failedBatches: 0, redeliveriesSkipped: 0 };
-    worker.on('message', (m: { type: string; stats?: IngestStats }) => {
+    this.#consuming[index] = true;
+    worker.on('message', (m: { type: string; stats?: IngestStats; consuming?: boolean }) => {
       if (m.stats !== undefined) this.#stats[index] = m.stats;
+      if (m.consuming !== undefined) this.#consuming[index] = m.consuming;
     });
     worker.on('error', (err) => this.log.error({ err, worker: index }, 'ingest worker failed'));
     return new Promise((resolve, reject) => {

@@ -57,6 +57,8 @@ export class NatsIngest {
   #timer: NodeJS.Timeout | null = null;
   #inFlight = new Set<Promise<void>>();
   #stopping = false;
+  #consuming = false;
+  #consumerCreated: string | null = null;
   #loop: Promise<void> | null = null;
   #consecutiveFailures = 0;
 
@@ -78,9 +80,13 @@ export class NatsIngest {
     return this.#held.size;
   }
 
+  /** Whether the consumer is being read: false from a failed consume (stream or consumer gone, NATS away) until one starts again. */
+  get consuming(): boolean {
+    return this.#consuming;
+  }
+
   async start(): Promise<void> {
-    await ensureStreamAndConsumer(await jetstreamManager(this.nc), this.opts);
-    const consumer = await jetstream(this.nc).consumers.get(this.opts.stream, this.opts.consumer);
+    const consumer = await this.#openConsumer();
     // Held messages are reported in progress well within ack_wait, so a slow write is not redelivered.
     this.#touch = setInterval(() => this.#held.touch(), Math.max(250, Math.floor(this.opts.ackWaitMs / 2)));
     this.#touch.unref();
@@ -112,21 +118,47 @@ export class NatsIngest {
     if (outcome === 'timeout') this.log.warn({ unacked: this.#held.size }, 'ingest stopped before its batches were written; NATS redelivers their messages');
   }
 
-  async #run(consumer: Consumer): Promise<void> {
+  /**
+   * The stream and the durable consumer, created if missing. A consumer created anew (deleted,
+   * or NATS restarted without its store) numbers its messages afresh: the held ones are forgotten.
+   */
+  async #openConsumer(): Promise<Consumer> {
+    const jsm = await jetstreamManager(this.nc);
+    await ensureStreamAndConsumer(jsm, this.opts);
+    const consumer = await jetstream(this.nc).consumers.get(this.opts.stream, this.opts.consumer);
+    const created = (await consumer.info(true)).created;
+    if (this.#consumerCreated !== null && created !== this.#consumerCreated) {
+      this.log.warn({ stream: this.opts.stream, consumer: this.opts.consumer, held: this.#held.size }, 'NATS consumer was recreated; resuming from the new one');
+      this.#held.clear();
+    }
+    this.#consumerCreated = created;
+    return consumer;
+  }
+
+  async #run(first: Consumer): Promise<void> {
+    let consumer: Consumer | null = first;
+    let failures = 0;
     while (!this.#stopping) {
       // Too many messages held (the writes are slow): pull again once they are down to half.
       await this.#held.room();
       if (this.#stopping) break;
       try {
-        const messages = await consumer.consume({ max_messages: this.opts.batchSize * 2, callback: (m) => this.#receive(m) });
+        consumer ??= await this.#openConsumer();
+        // A deleted stream or consumer ends consume() with an error instead of a silent retry.
+        const messages = await consumer.consume({ max_messages: this.opts.batchSize * 2, abort_on_missing_resource: true, callback: (m) => this.#receive(m) });
         this.#messages = messages;
+        this.#consuming = true;
+        failures = 0;
         if (this.#stopping || this.#held.full) await messages.close();
         const err = await messages.closed();
         if (err instanceof Error && !this.#stopping) throw err;
       } catch (err) {
+        this.#consuming = false;
         if (this.#stopping) break;
-        this.log.warn({ err: describeError(err) }, 'NATS consume failed; retrying');
-        await sleep(1000);
+        consumer = null;
+        failures++;
+        this.log.error({ err: describeError(err), stream: this.opts.stream, consumer: this.opts.consumer }, 'NATS consume ended; recreating the stream and consumer if missing, then resuming');
+        await sleep(Math.min(500 * 2 ** failures, 10_000));
       }
     }
   }
@@ -240,6 +272,8 @@ export function natsIngestOptions(config: Config): NatsIngestOptions {
 /** A started ingest: its counters, and a stop that drains it. */
 export interface RunningIngest {
   readonly stats: IngestStats;
+  /** False while the NATS consumer cannot be read (e.g. its stream was deleted and is being recreated). */
+  readonly consuming: boolean;
   stop(): Promise<void>;
 }
 
@@ -256,6 +290,9 @@ export async function runNatsIngest(config: Config, db: Db, log: Logger, name: s
   return {
     get stats() {
       return ingest.stats;
+    },
+    get consuming() {
+      return ingest.consuming;
     },
     stop: async () => {
       await ingest.stop();

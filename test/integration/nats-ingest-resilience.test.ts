@@ -1,10 +1,15 @@
-import { type JetStreamClient, jetstream } from '@nats-io/jetstream';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { type JetStreamClient, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { type NatsConnection, connect } from '@nats-io/transport-node';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NatsIngest, type NatsIngestOptions } from '../../src/ingest/nats-ingest.js';
+import { ensureStream } from '../../src/ingest/nats-stream.js';
 import { TenantDirectory } from '../../src/ingest/tenants.js';
 import { type TestEnv, countRows, createTestEnv, quietLogger, waitFor } from '../support/harness.js';
+import { openJetStream } from '../support/jetstream.js';
+import { PrivateNats } from '../support/private-nats.js';
 import { NATS_URL } from '../support/services.js';
 
 /** NATS ingest when Postgres hangs, when it is stopped meanwhile, and when its stream goes away. */
@@ -105,5 +110,57 @@ describe('NATS ingest while Postgres hangs', () => {
     await startIngest();
     await waitFor('every event stored once', async () => (await storedWithTag('stop')) === 50, 30_000);
     expect(await countRows(t.db, 'events')).toBe(2050);
+  });
+});
+
+describe('NATS ingest when its stream goes away', () => {
+  it('notices the stream and consumer deleted, recreates them, and stores what is published after', { timeout: 90_000 }, async () => {
+    const ingest = await startIngest();
+    await publishEvents(3, 'before-delete');
+    await waitFor('the first events stored', async () => (await storedWithTag('before-delete')) === 3);
+
+    const jsm = await jetstreamManager(nc);
+    await jsm.streams.delete(options().stream);
+    // A producer recreates the stream as it would find it missing (the ingest may have done so first).
+    await ensureStream(jsm, options());
+    await publishEvents(5, 'after-delete');
+    await waitFor('the events published after the deletion stored', async () => (await storedWithTag('after-delete')) === 5, 45_000, 200);
+    expect(ingest.consuming).toBe(true);
+    const info = await jsm.consumers.info(options().stream, options().consumer);
+    expect(info.num_ack_pending + info.num_pending).toBe(0);
+  });
+});
+
+describe('NATS ingest when NATS restarts without its store', () => {
+  it('recreates the stream and consumer on reconnect and stores what is published after', { timeout: 90_000 }, async () => {
+    const server = await PrivateNats.create();
+    const own = await connect({ servers: server.url, maxReconnectAttempts: -1, reconnectTimeWait: 200 });
+    const ingest = new NatsIngest(own, t.db, new TenantDirectory(t.db.kysely), options(), quietLogger());
+    try {
+      await ingest.start();
+      const publishTo = async (tag: string) => {
+        const h = await openJetStream(server.url);
+        try {
+          await ensureStream(h.jsm, options());
+          for (let i = 0; i < 4; i++) {
+            await h.js.publish(t.subject(t.key.APIKeyID, 'open'), `{"event":"open","time":${1_700_000_000 + i},"MessageID":${20_000 + i},"email":"w${i}@example.com","EventID":"${tag}-${i}"}`);
+          }
+        } finally {
+          await h.close();
+        }
+      };
+      await publishTo('before-wipe');
+      await waitFor('the first events stored', async () => (await storedWithTag('before-wipe')) === 4);
+      await server.kill();
+      rmSync(join(server.dir, 'store'), { recursive: true, force: true });
+      await server.start();
+      await publishTo('after-wipe');
+      await waitFor('the events published after the restart stored', async () => (await storedWithTag('after-wipe')) === 4, 60_000, 200);
+      expect(ingest.consuming).toBe(true);
+    } finally {
+      await ingest.stop();
+      await own.close();
+      await server.destroy();
+    }
   });
 });
