@@ -4,8 +4,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { importFile } from '../../src/cli/import.js';
 import { runPublish } from '../../src/cli/publish.js';
+import { type Config, loadConfig } from '../../src/config.js';
 import { createApiKey } from '../../src/keys/key-store.js';
-import { type TestEnv, countRows, createTestEnv } from '../support/harness.js';
+import { type Service, startService } from '../../src/main.js';
+import { type TestEnv, countRows, createTestEnv, quietLogger } from '../support/harness.js';
 import { openJetStream } from '../support/jetstream.js';
 
 /** The `import` and `publish` commands called in-process, against this file's database and stream. */
@@ -46,6 +48,20 @@ describe('import', () => {
     expect(letters).toEqual([2, 3, 4].map((n) => ({ reason: `line ${n}: APIKeyID: must be a positive 64-bit integer`, api_key_id: null })));
     expect(await countRows(t.db, 'events')).toBe(2);
   });
+
+  it('stores a rejected line once when the file is imported again', async () => {
+    const bad = ['{"event":"open",', open(11, '"EventID":"again-2","email":7')];
+    const path = writeLines('again.jsonl', [open(10, '"EventID":"again-1"'), ...bad]);
+    const lettersFor = async () =>
+      (await t.db.kysely.selectFrom('dead_letters').select('reason').where('source', '=', 'import').where('raw', 'in', bad.map((b) => Buffer.from(b))).execute()).map((l) => l.reason.slice(0, 7));
+    const first = await importFile(t.db, path, { apiKeyId: t.key.APIKeyID, batchSize: 1000, pipeline: 1, quiet: true });
+    const again = await importFile(t.db, path, { apiKeyId: t.key.APIKeyID, batchSize: 1000, pipeline: 1, quiet: true });
+    expect([first, again]).toEqual([
+      { Imported: 1, Duplicates: 0, Rejected: 2 },
+      { Imported: 0, Duplicates: 1, Rejected: 2 },
+    ]);
+    expect((await lettersFor()).sort()).toEqual(['line 2:', 'line 3:']);
+  });
 });
 
 /** Runs `publish` and returns the summary it printed. */
@@ -73,5 +89,28 @@ describe('publish to NATS', () => {
     }
     // the same file again: each tenant's copy is the duplicate of its own
     expect(await publish(path)).toEqual({ code: 0, summary: { Published: 0, Duplicates: 2, Skipped: [] } });
+  });
+});
+
+describe('publish over HTTP', () => {
+  let service: Service;
+  let config: Config;
+  beforeAll(async () => {
+    const { NATS_URL: _nats, ...withoutNats } = t.env;
+    service = await startService(loadConfig(withoutNats), ['ingest'], quietLogger());
+    const port = new URL(service.url as string).port;
+    config = loadConfig({ ...withoutNats, PORT: port, MAILTALLY_API_KEY: t.key.ApiKey, MAILTALLY_SECRET_KEY: t.key.SecretKey });
+  });
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  it('stores a rejected event once when it is sent again', async () => {
+    const path = writeLines('http-again.jsonl', [open(5000, '"EventID":"http-again-1"'), '{"event":"open","time":1600000000,"MessageID":5,"EventID":"http-bad"}']);
+    const skipped = [{ Line: 2, Reason: 'email: is required' }];
+    expect(await publish(path, config)).toEqual({ code: 3, summary: { Published: 1, Duplicates: 0, Skipped: skipped } });
+    expect(await publish(path, config)).toEqual({ code: 3, summary: { Published: 0, Duplicates: 1, Skipped: skipped } });
+    const letters = await t.db.kysely.selectFrom('dead_letters').select('id').where('source', '=', 'http').where('raw', '=', Buffer.from('{"event":"open","time":1600000000,"MessageID":5,"EventID":"http-bad"}')).execute();
+    expect(letters).toHaveLength(1);
   });
 });
