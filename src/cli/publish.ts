@@ -3,7 +3,7 @@ import { connect } from '@nats-io/transport-node';
 import type { Config } from '../config.js';
 import { deriveEventId } from '../events/event-id.js';
 import { parseExactJson, stringifyExactJson } from '../events/exact-json.js';
-import { MAX_EVENTS_PER_REQUEST } from '../ingest/http-ingest.js';
+import { MAX_BODY_BYTES, MAX_EVENTS_PER_REQUEST } from '../ingest/http-ingest.js';
 import { ensureStream } from '../ingest/nats-stream.js';
 import { type JsonLine, isApiKeyId, lineTenant, openJsonLines } from './jsonl.js';
 import { startProgress } from './progress.js';
@@ -84,6 +84,9 @@ function natsTarget(line: JsonLine, apiKeyIdFlag: string | undefined, prefix: st
   return { ok: true, subject: `${prefix}.${tenant}.${event}`, msgId: `${tenant}:${eventId}` };
 }
 
+/** Tries of one request that answers 503 (about 30 s in all) before publish gives up. */
+const HTTP_ATTEMPTS = 6;
+
 async function publishToHttp(config: Config, path: string, urlFlag: string | undefined): Promise<PublishSummary> {
   const { apiKey, secretKey } = config.client;
   if (apiKey === null || secretKey === null) {
@@ -97,15 +100,25 @@ async function publishToHttp(config: Config, path: string, urlFlag: string | und
   const summary: PublishSummary = { Published: 0, Duplicates: 0, Skipped: [] };
 
   let batch: JsonLine[] = [];
+  // The body's bytes: the brackets and commas, and each event's UTF-8 (its line's bytes).
+  let batchBytes = 2;
   const send = async () => {
     const body = `[${batch.map((l) => l.text).join(',')}]`;
-    const res = await fetch(new URL('/v1/events', base), { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body });
+    let res: Response;
+    // 503: the service's database is away and nothing was stored; sent again after a pause.
+    for (let attempt = 1; ; attempt++) {
+      res = await fetch(new URL('/v1/events', base), { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body });
+      if (res.status !== 503 || attempt >= HTTP_ATTEMPTS) break;
+      await res.arrayBuffer().catch(() => null);
+      await new Promise((r) => setTimeout(r, Math.min(500 * 2 ** attempt, 15_000)));
+    }
     const answer = (await res.json().catch(() => null)) as { Accepted?: number; Duplicates?: number; Errors?: { Index: number; Reason: string }[]; ErrorMessage?: string } | null;
     if (!res.ok || answer === null) throw new Error(`POST /v1/events answered ${res.status}: ${answer?.ErrorMessage ?? res.statusText}`);
     summary.Published += answer.Accepted ?? 0;
     summary.Duplicates += answer.Duplicates ?? 0;
     for (const e of answer.Errors ?? []) summary.Skipped.push({ Line: batch[e.Index]?.lineNo ?? -1, Reason: e.Reason });
     batch = [];
+    batchBytes = 2;
     progress.update(input.bytesRead(), { events: summary.Published + summary.Duplicates + summary.Skipped.length });
   };
   try {
@@ -120,7 +133,14 @@ async function publishToHttp(config: Config, path: string, urlFlag: string | und
         summary.Skipped.push({ Line: line.lineNo, Reason: 'not valid JSON' });
         continue;
       }
+      const bytes = line.bytes.length + 1;
+      if (bytes + 2 > MAX_BODY_BYTES) {
+        summary.Skipped.push({ Line: line.lineNo, Reason: `event is larger than the ${MAX_BODY_BYTES} bytes POST /v1/events takes` });
+        continue;
+      }
+      if (batch.length > 0 && batchBytes + bytes > MAX_BODY_BYTES) await send();
       batch.push(line);
+      batchBytes += bytes;
       if (batch.length >= MAX_EVENTS_PER_REQUEST) await send();
     }
     if (batch.length > 0) await send();

@@ -10,6 +10,8 @@ import { type BatchOutcome, writeBatch } from './batch-writer.js';
 import { type EventArrayItem, eventArrayItems } from './event-array.js';
 
 export const MAX_EVENTS_PER_REQUEST = 1000;
+/** The largest body POST /v1/events takes, in bytes. */
+export const MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 export interface IngestSummary {
   Accepted: number;
@@ -25,7 +27,7 @@ export interface IngestSummary {
  */
 export function registerHttpIngest(app: FastifyInstance, deps: { db: Db; verifier: KeyVerifier; authFailures?: AuthFailures }): void {
   // The body arrives as text (`jsonText`): each event is parsed on its own (event-array.ts).
-  app.post('/v1/events', { bodyLimit: 16 * 1024 * 1024, config: { jsonText: true } }, async (req, reply) => {
+  app.post('/v1/events', { bodyLimit: MAX_BODY_BYTES, config: { jsonText: true } }, async (req, reply) => {
     const principal = await authenticate(req, deps.verifier, deps.authFailures);
     if (principal.readOnly) throw apiErrors.forbidden('This API key is read-only: it may not send events.');
     if (typeof req.body !== 'string') throw apiErrors.badRequest('Request body must be a JSON array of events');

@@ -9,6 +9,7 @@ import { createApiKey } from '../../src/keys/key-store.js';
 import { type Service, startService } from '../../src/main.js';
 import { type TestEnv, countRows, createTestEnv, quietLogger } from '../support/harness.js';
 import { openJetStream } from '../support/jetstream.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
 
 /** The `import` and `publish` commands called in-process, against this file's database and stream. */
 
@@ -105,6 +106,15 @@ describe('publish over HTTP', () => {
     await service?.stop();
   });
 
+  it('splits a batch whose body would pass the 16 MiB limit', { timeout: 120_000 }, async () => {
+    // 1000 events of about 17 KB: 17 MB in the 1000 events of one request by count.
+    const pad = 'x'.repeat(17_000);
+    const path = writeLines('large.jsonl', Array.from({ length: 1000 }, (_, i) => open(100 + i, `"EventID":"large-${i}","Payload":"${pad}"`)));
+    expect(await publish(path, config)).toEqual({ code: 0, summary: { Published: 1000, Duplicates: 0, Skipped: [] } });
+    const n = await t.db.kysely.selectFrom('events').select((eb) => eb.fn.countAll<string>().as('n')).where('event_id', 'like', 'large-%').executeTakeFirstOrThrow();
+    expect(Number(n.n)).toBe(1000);
+  });
+
   it('stores a rejected event once when it is sent again', async () => {
     const path = writeLines('http-again.jsonl', [open(5000, '"EventID":"http-again-1"'), '{"event":"open","time":1600000000,"MessageID":5,"EventID":"http-bad"}']);
     const skipped = [{ Line: 2, Reason: 'email: is required' }];
@@ -112,5 +122,27 @@ describe('publish over HTTP', () => {
     expect(await publish(path, config)).toEqual({ code: 3, summary: { Published: 0, Duplicates: 1, Skipped: skipped } });
     const letters = await t.db.kysely.selectFrom('dead_letters').select('id').where('source', '=', 'http').where('raw', '=', Buffer.from('{"event":"open","time":1600000000,"MessageID":5,"EventID":"http-bad"}')).execute();
     expect(letters).toHaveLength(1);
+  });
+
+  it('sends a batch again when the ingest answers 503 (its database away) instead of giving up', { timeout: 60_000 }, async () => {
+    const pgUrl = new URL(t.env['DATABASE_URL'] as string);
+    const proxy = new TcpProxy(pgUrl.hostname, Number(pgUrl.port || 5432));
+    await proxy.start();
+    const viaProxy = new URL(pgUrl);
+    viaProxy.hostname = '127.0.0.1';
+    viaProxy.port = String(proxy.port);
+    const { NATS_URL: _nats, ...withoutNats } = t.env;
+    const flaky = await startService(loadConfig({ ...withoutNats, DATABASE_URL: viaProxy.toString() }), ['ingest'], quietLogger());
+    try {
+      const path = writeLines('outage.jsonl', Array.from({ length: 20 }, (_, i) => open(6000 + i, `"EventID":"outage-${i}"`)));
+      await proxy.cut();
+      const published = publish(path, { ...config, http: { ...config.http, port: Number(new URL(flaky.url as string).port) } });
+      await new Promise((r) => setTimeout(r, 2500));
+      await proxy.restore();
+      expect(await published).toEqual({ code: 0, summary: { Published: 20, Duplicates: 0, Skipped: [] } });
+    } finally {
+      await flaky.stop();
+      await proxy.stop();
+    }
   });
 });
