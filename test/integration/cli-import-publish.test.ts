@@ -3,9 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { importFile } from '../../src/cli/import.js';
+import { runDeadLetters } from '../../src/cli/dead-letters.js';
 import { runPublish } from '../../src/cli/publish.js';
 import { type Config, loadConfig } from '../../src/config.js';
 import { createApiKey } from '../../src/keys/key-store.js';
+import { writeDeadLetters } from '../../src/log/dead-letters.js';
 import { type Service, startService } from '../../src/main.js';
 import { type TestEnv, countRows, createTestEnv, quietLogger } from '../support/harness.js';
 import { openJetStream } from '../support/jetstream.js';
@@ -65,16 +67,21 @@ describe('import', () => {
   });
 });
 
-/** Runs `publish` and returns the summary it printed. */
-async function publish(path: string, config = t.config): Promise<{ code: number; summary: unknown }> {
+/** What a command printed with console.log, line by line, and its exit code. */
+async function printedBy(run: () => Promise<number>): Promise<{ code: number; printed: string[] }> {
   const printed: string[] = [];
   const spy = vi.spyOn(console, 'log').mockImplementation((line: string) => void printed.push(line));
   try {
-    const code = await runPublish(config, path, { apiKeyId: undefined, url: undefined });
-    return { code, summary: JSON.parse(printed.at(-1) ?? 'null') };
+    return { code: await run(), printed };
   } finally {
     spy.mockRestore();
   }
+}
+
+/** Runs `publish` and returns the summary it printed. */
+async function publish(path: string, config = t.config): Promise<{ code: number; summary: unknown }> {
+  const { code, printed } = await printedBy(() => runPublish(config, path, { apiKeyId: undefined, url: undefined }));
+  return { code, summary: JSON.parse(printed.at(-1) ?? 'null') };
 }
 
 describe('publish to NATS', () => {
@@ -144,5 +151,14 @@ describe('publish over HTTP', () => {
       await flaky.stop();
       await proxy.stop();
     }
+  });
+});
+
+describe('dead-letters', () => {
+  it("prints a NATS dead letter's stream sequence", async () => {
+    await writeDeadLetters(t.db.kysely, [{ source: 'nats', subject: 'x.1.open', nats_seq: 4242, message_key: 'S/4242/1', api_key_id: t.key.APIKeyID, reason: 'not valid JSON', raw: Buffer.from('{') }]);
+    const { code, printed } = await printedBy(() => runDeadLetters(t.config, 1));
+    expect(code).toBe(0);
+    expect(JSON.parse(printed.at(-1) ?? 'null')).toMatchObject({ source: 'nats', subject: 'x.1.open', natsSeq: '4242', reason: 'not valid JSON', raw: '{' });
   });
 });
