@@ -122,6 +122,7 @@ const envSchema = z.object({
   INGEST_BATCH_WAIT_MS: int(0, 10_000).default(5),
   INGEST_ACK_WAIT_MS: int(1000, 3_600_000).default(30_000),
   INGEST_WORKERS: int(1, 64).default(1),
+  SHUTDOWN_TIMEOUT_MS: int(1000, 600_000).default(30_000),
   PROJECTOR_BATCH_SIZE: int(1, 100_000).default(5000),
   PROJECTOR_POLL_MS: int(10, 60_000).default(1000),
   PROJECTOR_LEASE_MS: int(500, 600_000).default(15_000),
@@ -183,6 +184,8 @@ export interface Config {
     readonly cacheMaxBytes: number;
   };
   readonly ingest: { readonly batchSize: number; readonly batchWaitMs: number; readonly ackWaitMs: number; readonly workers: number };
+  /** How long `serve` waits on SIGTERM for its roles to drain before it exits regardless. */
+  readonly shutdownTimeoutMs: number;
   readonly projector: { readonly batchSize: number; readonly pollMs: number; readonly leaseMs: number; readonly cacheGroups: number; readonly replayBatchSize: number; readonly replayCounterRows: number;
     /** How `mailtally replay` rebuilds: 'sql' (set-based, by the database) or 'fold' (as the live projector folds). */
     readonly replayEngine: 'sql' | 'fold';
@@ -272,6 +275,7 @@ export function loadConfig(env: Env = process.env): Config {
       cacheMaxBytes: e.API_CACHE_MAX_MB * 1024 * 1024,
     },
     ingest: { batchSize: e.INGEST_BATCH_SIZE, batchWaitMs: e.INGEST_BATCH_WAIT_MS, ackWaitMs: e.INGEST_ACK_WAIT_MS, workers: e.INGEST_WORKERS },
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     projector: { batchSize: e.PROJECTOR_BATCH_SIZE, pollMs: e.PROJECTOR_POLL_MS, leaseMs: e.PROJECTOR_LEASE_MS, cacheGroups: e.PROJECTOR_CACHE_GROUPS, replayBatchSize: e.REPLAY_BATCH_SIZE, replayCounterRows: e.REPLAY_COUNTER_ROWS, replayEngine: e.REPLAY_ENGINE, replayWorkMem: e.REPLAY_WORK_MEM },
     webhooks: {
       allowList: e.WEBHOOK_ALLOWLIST,

@@ -125,7 +125,7 @@ export async function startService(config: Config, roles: readonly Role[], log: 
     registerStatusRoute(http, {
       db: db.kysely,
       roles,
-      extra: () => ({ ...(ingest !== null ? { ingest: ingest.stats } : {}), ...(running !== null ? { projector: running.stats } : {}), ...(webhooks !== null ? { dispatcher: webhooks.stats } : {}) }),
+      extra: () => ({ ...(ingest !== null ? { ingest: { ...ingest.stats, consuming: ingest.consuming } } : {}), ...(running !== null ? { projector: running.stats } : {}), ...(webhooks !== null ? { dispatcher: webhooks.stats } : {}) }),
     });
     if (roles.includes('ingest')) (await import('./ingest/http-ingest.js')).registerHttpIngest(http, { db, verifier, authFailures });
     if (roles.includes('api')) {

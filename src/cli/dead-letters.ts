@@ -25,6 +25,7 @@ export async function runDeadLetters(config: Config, limit: number): Promise<num
           receivedAt: r.received_at.toISOString(),
           source: r.source,
           subject: r.subject,
+          natsSeq: r.nats_seq?.toString() ?? null,
           apiKeyId: r.api_key_id?.toString() ?? null,
           reason: r.reason,
           raw,

@@ -5,8 +5,9 @@ import type { NewDeadLetter } from '../db/schema.js';
 import { type LogEventRow, decodeEventValue } from '../events/decode.js';
 import { parseExactJson } from '../events/exact-json.js';
 import { writeBatch } from '../ingest/batch-writer.js';
+import { contentKey } from '../log/dead-letters.js';
 import { TenantDirectory } from '../ingest/tenants.js';
-import { type JsonLine, lineTenant, openJsonLines } from './jsonl.js';
+import { type JsonLine, type LineTenant, isApiKeyId, lineTenant, openJsonLines } from './jsonl.js';
 import { startProgress } from './progress.js';
 
 export interface ImportSummary {
@@ -20,7 +21,7 @@ export interface ImportSummary {
  * on Postgres), with the same validation, dedupe and dead-lettering as live ingest.
  */
 export async function runImport(config: Config, path: string, opts: { apiKeyId: string | undefined; batchSize: number }): Promise<number> {
-  if (opts.apiKeyId !== undefined && !/^[1-9]\d{0,18}$/.test(opts.apiKeyId)) throw new Error('--api-key-id must be a positive integer');
+  if (opts.apiKeyId !== undefined && !isApiKeyId(opts.apiKeyId)) throw new Error('--api-key-id must be a positive 64-bit integer');
   const db = await connectDb(config.database, { application: 'mailtally:import' });
   try {
     await migrateToLatest(db.kysely);
@@ -45,21 +46,16 @@ export async function importFile(
 
   const write = async (lines: JsonLine[]) => {
     const values = lines.map((l): ParsedLine => (l.problem !== undefined ? { ok: false, reason: l.problem } : parseLine(l.text)));
-    const ids = values.map((v) => (v.ok ? lineTenant(v.value, opts.apiKeyId) : null));
-    await tenants.ensureLoaded(ids.filter((id): id is string => id !== null));
+    const found = values.map((v): LineTenant | null => (v.ok ? lineTenant(v.value, opts.apiKeyId) : null));
+    await tenants.ensureLoaded(found.flatMap((f) => (f?.ok === true ? [f.id] : [])));
     const rows: LogEventRow[] = [];
     const rowLines: JsonLine[] = [];
     const letters: NewDeadLetter[] = [];
     for (const [i, line] of lines.entries()) {
       const v = values[i] as ParsedLine;
-      const tenant = ids[i] ?? null;
-      const reason = !v.ok
-        ? v.reason
-        : tenant === null
-          ? 'no APIKeyID: pass --api-key-id or put APIKeyID in each event'
-          : !tenants.knows(tenant)
-            ? `unknown APIKeyID ${tenant}`
-            : null;
+      const f = found[i] ?? null;
+      const tenant = f?.ok === true ? f.id : null;
+      const reason = !v.ok ? v.reason : f?.ok === false ? f.reason : tenant !== null && !tenants.knows(tenant) ? `unknown APIKeyID ${tenant}` : null;
       const decoded = reason === null && v.ok && tenant !== null ? decodeEventValue(v.value, { apiKeyId: tenant }, line.text) : null;
       if (decoded?.ok === true) {
         rows.push(decoded.row);
@@ -111,11 +107,14 @@ function parseLine(text: string): ParsedLine {
   }
 }
 
+/** A rejected line's dead letter; the same line rejected again (the file imported again) is stored once. */
 function importDeadLetter(line: JsonLine, apiKeyId: string | null, reason: string): NewDeadLetter {
+  const text = `line ${line.lineNo}: ${reason}`;
   return {
     source: 'import',
     api_key_id: apiKeyId,
-    reason: `line ${line.lineNo}: ${reason}`,
+    reason: text,
     raw: Buffer.from(line.bytes),
+    message_key: contentKey('import', apiKeyId, line.bytes, text),
   };
 }

@@ -56,11 +56,21 @@ export function openJsonLines(path: string): { size: number; bytesRead: () => nu
   return { size, bytesRead: () => bytes, lines: lines() };
 }
 
-/** The tenant of a line: the --api-key-id flag, else the event's own APIKeyID. */
-export function lineTenant(value: unknown, flag: string | undefined): string | null {
-  if (flag !== undefined) return flag;
+const INT64_MAX = 2n ** 63n - 1n;
+
+/** Whether text is an API key id: a positive integer that fits the log's int8 column. */
+export const isApiKeyId = (text: string): boolean => /^[1-9]\d{0,18}$/.test(text) && BigInt(text) <= INT64_MAX;
+
+export type LineTenant = { ok: true; id: string } | { ok: false; reason: string };
+
+/**
+ * The tenant of a line: the --api-key-id flag, else the event's own APIKeyID, which must be a
+ * positive 64-bit integer (a larger one is the line's reject, never a tenant).
+ */
+export function lineTenant(value: unknown, flag: string | undefined): LineTenant {
+  if (flag !== undefined) return { ok: true, id: flag };
   const id = value !== null && typeof value === 'object' ? (value as Record<string, unknown>)['APIKeyID'] : undefined;
-  return (typeof id === 'number' && Number.isInteger(id)) || typeof id === 'bigint' || (typeof id === 'string' && /^\d+$/.test(id))
-    ? String(id)
-    : null;
+  if (id === undefined) return { ok: false, reason: 'no APIKeyID: pass --api-key-id or put APIKeyID in each event' };
+  const text = typeof id === 'bigint' || typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id)) ? String(id) : null;
+  return text !== null && isApiKeyId(text) ? { ok: true, id: text } : { ok: false, reason: 'APIKeyID: must be a positive 64-bit integer' };
 }

@@ -3,9 +3,9 @@ import { connect } from '@nats-io/transport-node';
 import type { Config } from '../config.js';
 import { deriveEventId } from '../events/event-id.js';
 import { parseExactJson, stringifyExactJson } from '../events/exact-json.js';
-import { MAX_EVENTS_PER_REQUEST } from '../ingest/http-ingest.js';
+import { MAX_BODY_BYTES, MAX_EVENTS_PER_REQUEST } from '../ingest/http-ingest.js';
 import { ensureStream } from '../ingest/nats-stream.js';
-import { type JsonLine, lineTenant, openJsonLines } from './jsonl.js';
+import { type JsonLine, isApiKeyId, lineTenant, openJsonLines } from './jsonl.js';
 import { startProgress } from './progress.js';
 
 interface PublishSummary {
@@ -16,10 +16,12 @@ interface PublishSummary {
 
 /**
  * `mailtally publish <file.jsonl>`: a producer. With NATS_URL, one message per event on
- * `<prefix>.<APIKeyID>.<event>` with Nats-Msg-Id = EventID (derived when absent); without it,
+ * `<prefix>.<APIKeyID>.<event>` with Nats-Msg-Id = `<APIKeyID>:<EventID>` (EventID derived when
+ * absent; the tenant first because the stream dedupes msg ids across tenants); without it,
  * batches to POST /v1/events using MAILTALLY_API_KEY / MAILTALLY_SECRET_KEY.
  */
 export async function runPublish(config: Config, path: string, opts: { apiKeyId: string | undefined; url: string | undefined }): Promise<number> {
+  if (opts.apiKeyId !== undefined && !isApiKeyId(opts.apiKeyId)) throw new Error('--api-key-id must be a positive 64-bit integer');
   const summary = config.nats !== null ? await publishToNats(config, path, opts.apiKeyId) : await publishToHttp(config, path, opts.url);
   console.log(JSON.stringify(summary));
   return summary.Skipped.length > 0 ? 3 : 0;
@@ -71,14 +73,19 @@ function natsTarget(line: JsonLine, apiKeyIdFlag: string | undefined, prefix: st
   } catch {
     return { ok: false, reason: 'not valid JSON' };
   }
-  const tenant = lineTenant(value, apiKeyIdFlag);
-  if (tenant === null) return { ok: false, reason: 'no APIKeyID: pass --api-key-id or put APIKeyID in each event' };
+  const found = lineTenant(value, apiKeyIdFlag);
+  if (!found.ok) return { ok: false, reason: found.reason };
+  const tenant = found.id;
   const event = (value as Record<string, unknown>)['event'];
   if (typeof event !== 'string' || !/^[a-z]+$/.test(event)) return { ok: false, reason: 'no valid "event" field' };
   const given = (value as Record<string, unknown>)['EventID'];
-  const msgId = typeof given === 'string' && given !== '' ? given : deriveEventId(tenant, value as Record<string, unknown>);
-  return { ok: true, subject: `${prefix}.${tenant}.${event}`, msgId };
+  const eventId = typeof given === 'string' && given !== '' ? given : deriveEventId(tenant, value as Record<string, unknown>);
+  // JetStream dedupes Nats-Msg-Id across the whole stream; EventIDs are unique per tenant only.
+  return { ok: true, subject: `${prefix}.${tenant}.${event}`, msgId: `${tenant}:${eventId}` };
 }
+
+/** Tries of one request that answers 503 (about 30 s in all) before publish gives up. */
+const HTTP_ATTEMPTS = 6;
 
 async function publishToHttp(config: Config, path: string, urlFlag: string | undefined): Promise<PublishSummary> {
   const { apiKey, secretKey } = config.client;
@@ -93,15 +100,25 @@ async function publishToHttp(config: Config, path: string, urlFlag: string | und
   const summary: PublishSummary = { Published: 0, Duplicates: 0, Skipped: [] };
 
   let batch: JsonLine[] = [];
+  // The body's bytes: the brackets and commas, and each event's UTF-8 (its line's bytes).
+  let batchBytes = 2;
   const send = async () => {
     const body = `[${batch.map((l) => l.text).join(',')}]`;
-    const res = await fetch(new URL('/v1/events', base), { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body });
+    let res: Response;
+    // 503: the service's database is away and nothing was stored; sent again after a pause.
+    for (let attempt = 1; ; attempt++) {
+      res = await fetch(new URL('/v1/events', base), { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body });
+      if (res.status !== 503 || attempt >= HTTP_ATTEMPTS) break;
+      await res.arrayBuffer().catch(() => null);
+      await new Promise((r) => setTimeout(r, Math.min(500 * 2 ** attempt, 15_000)));
+    }
     const answer = (await res.json().catch(() => null)) as { Accepted?: number; Duplicates?: number; Errors?: { Index: number; Reason: string }[]; ErrorMessage?: string } | null;
     if (!res.ok || answer === null) throw new Error(`POST /v1/events answered ${res.status}: ${answer?.ErrorMessage ?? res.statusText}`);
     summary.Published += answer.Accepted ?? 0;
     summary.Duplicates += answer.Duplicates ?? 0;
     for (const e of answer.Errors ?? []) summary.Skipped.push({ Line: batch[e.Index]?.lineNo ?? -1, Reason: e.Reason });
     batch = [];
+    batchBytes = 2;
     progress.update(input.bytesRead(), { events: summary.Published + summary.Duplicates + summary.Skipped.length });
   };
   try {
@@ -116,7 +133,14 @@ async function publishToHttp(config: Config, path: string, urlFlag: string | und
         summary.Skipped.push({ Line: line.lineNo, Reason: 'not valid JSON' });
         continue;
       }
+      const bytes = line.bytes.length + 1;
+      if (bytes + 2 > MAX_BODY_BYTES) {
+        summary.Skipped.push({ Line: line.lineNo, Reason: `event is larger than the ${MAX_BODY_BYTES} bytes POST /v1/events takes` });
+        continue;
+      }
+      if (batch.length > 0 && batchBytes + bytes > MAX_BODY_BYTES) await send();
       batch.push(line);
+      batchBytes += bytes;
       if (batch.length >= MAX_EVENTS_PER_REQUEST) await send();
     }
     if (batch.length > 0) await send();

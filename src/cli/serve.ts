@@ -19,7 +19,19 @@ export async function runServe(config: Config, rolesFlag: string | undefined): P
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
   });
-  await service.stop();
+  // A database that stopped answering would hold the drain (and the process) forever; the
+  // NATS messages left unacked are redelivered, so exiting loses nothing.
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), config.shutdownTimeoutMs);
+  });
+  const outcome = await Promise.race([service.stop().then(() => 'stopped' as const), timedOut]);
+  clearTimeout(timer);
+  if (outcome === 'timeout') {
+    log.error({ shutdownTimeoutMs: config.shutdownTimeoutMs }, 'shutdown did not finish in time (database not answering?); exiting without it');
+    log.flush();
+    process.exit(1);
+  }
   log.info('stopped');
   return 0;
 }

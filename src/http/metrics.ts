@@ -7,7 +7,8 @@ import { logHead } from '../log/read.js';
 
 /**
  * GET /metrics in Prometheus format (no auth, no tenant data): request rates and latencies per
- * route, the log head (its rate is the ingest rate, across every ingest process) and each
+ * route, the log head (a position: inserts dropped as duplicates leave gaps, so its rate can
+ * be well above the ingest rate, which the ingest outcome counters give) and each
  * reader's lag (projections, webhook dispatcher), plus whatever counters the running roles
  * publish (ingest outcomes, webhook outcomes) through `sources`.
  */
@@ -44,7 +45,7 @@ export function registerMetrics(app: FastifyInstance, deps: MetricsDeps): Regist
     latency.observe({ method: req.method, route }, reply.elapsedTime / 1000);
   });
 
-  const head = new Gauge({ name: 'mailtally_log_head_position', help: 'Highest committed log position (its rate is the ingest rate)', registers: [registry] });
+  const head = new Gauge({ name: 'mailtally_log_head_position', help: 'Highest committed log position; positions have gaps (an insert dropped as a duplicate uses one up), so its rate is not the ingest rate: see mailtally_ingest_messages_total{outcome="stored"}', registers: [registry] });
   const lag = new Gauge({ name: 'mailtally_reader_lag_events', help: 'Events between the log head and each reader (projection, dispatcher)', labelNames: ['reader'] as const, registers: [registry] });
   const up = new Gauge({ name: 'mailtally_database_up', help: '1 when the database answered the last scrape', registers: [registry] });
 

@@ -9,7 +9,8 @@ export type EventArrayItem = { readonly text: string; readonly value: unknown } 
  * A POST /v1/events body → its events, each with its own text. Each element is parsed on its
  * own, so what one element holds decides only its own fate (an element that lossless-json
  * refuses, such as one repeating a key beside an integer past 2^53, is that event's reject, not
- * the request's), and the log keeps each event's text as it was sent, as it does for NATS.
+ * the request's), and the log's payload is made from each event's own text, as it is for NATS
+ * (exact values; as jsonb it keeps neither key order, whitespace nor repeated keys).
  * A body that is not a JSON array of at most `maxEvents` elements is a 400.
  */
 export function eventArrayItems(text: string, maxEvents: number): EventArrayItem[] {

@@ -5,10 +5,13 @@ import { type LogEventRow, decodeEventValue } from '../events/decode.js';
 import { type AuthFailures, authenticateFirst } from '../http/auth.js';
 import { apiErrors } from '../http/errors.js';
 import type { KeyVerifier } from '../keys/key-store.js';
+import { contentKey } from '../log/dead-letters.js';
 import { type BatchOutcome, writeBatch } from './batch-writer.js';
 import { type EventArrayItem, eventArrayItems } from './event-array.js';
 
 export const MAX_EVENTS_PER_REQUEST = 1000;
+/** The largest body POST /v1/events takes, in bytes. */
+export const MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 export interface IngestSummary {
   Accepted: number;
@@ -24,9 +27,9 @@ export interface IngestSummary {
  */
 export function registerHttpIngest(app: FastifyInstance, deps: { db: Db; verifier: KeyVerifier; authFailures?: AuthFailures }): void {
   const auth = authenticateFirst(deps.verifier, deps.authFailures, { writes: true, readOnlyMessage: 'This API key is read-only: it may not send events.' });
-  // Credentials are checked before the body is read (up to 16 MiB); the body arrives as text
-  // (`jsonText`): each event is parsed on its own (event-array.ts).
-  app.post('/v1/events', { bodyLimit: 16 * 1024 * 1024, config: { jsonText: true }, onRequest: auth.onRequest }, async (req, reply) => {
+  // Credentials are checked before the body is read (up to MAX_BODY_BYTES); the body arrives as
+  // text (`jsonText`): each event is parsed on its own (event-array.ts).
+  app.post('/v1/events', { bodyLimit: MAX_BODY_BYTES, config: { jsonText: true }, onRequest: auth.onRequest }, async (req, reply) => {
     const principal = auth.principalOf(req);
     if (typeof req.body !== 'string') throw apiErrors.badRequest('Request body must be a JSON array of events');
     const items = eventArrayItems(req.body, MAX_EVENTS_PER_REQUEST);
@@ -35,13 +38,11 @@ export function registerHttpIngest(app: FastifyInstance, deps: { db: Db; verifie
     const rowIndex: number[] = [];
     const letters: NewDeadLetter[] = [];
     const errors: IngestSummary['Errors'] = [];
-    // A dead letter keeps the event's own text, as it was sent.
-    const deadLetter = (item: EventArrayItem, reason: string): NewDeadLetter => ({
-      source: 'http',
-      api_key_id: principal.apiKeyId,
-      reason,
-      raw: Buffer.from(item.text),
-    });
+    // A dead letter keeps the event's own text, as it was sent; the same reject sent again is stored once.
+    const deadLetter = (item: EventArrayItem, reason: string): NewDeadLetter => {
+      const raw = Buffer.from(item.text);
+      return { source: 'http', api_key_id: principal.apiKeyId, reason, raw, message_key: contentKey('http', principal.apiKeyId, raw, reason) };
+    };
     for (const [i, item] of items.entries()) {
       const decoded = 'error' in item ? ({ ok: false, reason: item.error } as const) : decodeEventValue(item.value, { apiKeyId: principal.apiKeyId }, item.text);
       if (decoded.ok) {

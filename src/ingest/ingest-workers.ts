@@ -13,6 +13,7 @@ const WORKER_ENTRY = new URL('../../bin/ingest-worker.js', import.meta.url);
 export class IngestWorkers {
   readonly #workers: Worker[] = [];
   readonly #stats: IngestStats[] = [];
+  readonly #consuming: boolean[] = [];
 
   constructor(
     private readonly config: Config,
@@ -25,9 +26,14 @@ export class IngestWorkers {
   }
 
   get stats(): IngestStats {
-    const total: IngestStats = { received: 0, stored: 0, duplicates: 0, deadLettered: 0, failedBatches: 0 };
+    const total: IngestStats = { received: 0, stored: 0, duplicates: 0, deadLettered: 0, failedBatches: 0, redeliveriesSkipped: 0 };
     for (const s of this.#stats) for (const k of Object.keys(total) as (keyof IngestStats)[]) total[k] += s[k];
     return total;
+  }
+
+  /** Whether every worker reads its consumer. */
+  get consuming(): boolean {
+    return this.#consuming.every((c) => c);
   }
 
   async stop(): Promise<void> {
@@ -37,9 +43,11 @@ export class IngestWorkers {
   #startOne(index: number): Promise<void> {
     const worker = new Worker(WORKER_ENTRY, { workerData: { config: this.config, index } });
     this.#workers.push(worker);
-    this.#stats[index] = { received: 0, stored: 0, duplicates: 0, deadLettered: 0, failedBatches: 0 };
-    worker.on('message', (m: { type: string; stats?: IngestStats }) => {
+    this.#stats[index] = { received: 0, stored: 0, duplicates: 0, deadLettered: 0, failedBatches: 0, redeliveriesSkipped: 0 };
+    this.#consuming[index] = true;
+    worker.on('message', (m: { type: string; stats?: IngestStats; consuming?: boolean }) => {
       if (m.stats !== undefined) this.#stats[index] = m.stats;
+      if (m.consuming !== undefined) this.#consuming[index] = m.consuming;
     });
     worker.on('error', (err) => this.log.error({ err, worker: index }, 'ingest worker failed'));
     return new Promise((resolve, reject) => {

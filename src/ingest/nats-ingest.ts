@@ -6,6 +6,7 @@ import type { Db } from '../db/connect.js';
 import type { LogEventRow } from '../events/decode.js';
 import type { Logger } from '../logger.js';
 import { writeBatch } from './batch-writer.js';
+import { HeldMessages } from './held-messages.js';
 import { IngestBatch } from './ingest-batch.js';
 import { natsDeadLetter } from './nats-message.js';
 import { type ConsumerSettings, ensureStreamAndConsumer } from './nats-stream.js';
@@ -19,6 +20,10 @@ export interface NatsIngestOptions extends ConsumerSettings {
   pipeline: number;
   /** Queued batches are written together up to this many messages (default `batchSize`: never merged). */
   maxBatchRows?: number;
+  /** Messages held (received, not yet acked) at most; past it pulling stops (default `maxAckPending`). */
+  maxHeld?: number;
+  /** How long stop() waits for batches being written (default 10 s); their messages are redelivered. */
+  stopTimeoutMs?: number;
 }
 
 export interface IngestStats {
@@ -27,6 +32,8 @@ export interface IngestStats {
   duplicates: number;
   deadLettered: number;
   failedBatches: number;
+  /** Redelivered copies of messages this ingest still held, not taken again. */
+  redeliveriesSkipped: number;
 }
 
 /**
@@ -39,15 +46,19 @@ export interface IngestStats {
  * Several processes may run this against the same consumer (each message is acked on its own).
  */
 export class NatsIngest {
-  readonly stats: IngestStats = { received: 0, stored: 0, duplicates: 0, deadLettered: 0, failedBatches: 0 };
+  readonly stats: IngestStats = { received: 0, stored: 0, duplicates: 0, deadLettered: 0, failedBatches: 0, redeliveriesSkipped: 0 };
   readonly #subjects: SubjectParser;
   readonly #maxBatchRows: number;
+  readonly #held: HeldMessages;
+  #touch: NodeJS.Timeout | null = null;
   #messages: ConsumerMessages | null = null;
   #batch = new IngestBatch();
   #queue: IngestBatch[] = [];
   #timer: NodeJS.Timeout | null = null;
   #inFlight = new Set<Promise<void>>();
   #stopping = false;
+  #consuming = false;
+  #consumerCreated: string | null = null;
   #loop: Promise<void> | null = null;
   #consecutiveFailures = 0;
 
@@ -60,41 +71,109 @@ export class NatsIngest {
   ) {
     this.#subjects = new SubjectParser(opts.subjectPrefix);
     this.#maxBatchRows = opts.maxBatchRows ?? opts.batchSize;
+    const maxHeld = Math.max(opts.maxHeld ?? opts.maxAckPending, opts.batchSize);
+    this.#held = new HeldMessages(maxHeld, Math.max(1, Math.floor(maxHeld / 2)));
+  }
+
+  /** Messages received and not yet acked, nak'ed or termed. */
+  get held(): number {
+    return this.#held.size;
+  }
+
+  /** Whether the consumer is being read: false from a failed consume (stream or consumer gone, NATS away) until one starts again. */
+  get consuming(): boolean {
+    return this.#consuming;
   }
 
   async start(): Promise<void> {
-    await ensureStreamAndConsumer(await jetstreamManager(this.nc), this.opts);
-    const consumer = await jetstream(this.nc).consumers.get(this.opts.stream, this.opts.consumer);
+    const consumer = await this.#openConsumer();
+    // Held messages are reported in progress well within ack_wait, so a slow write is not redelivered.
+    this.#touch = setInterval(() => this.#held.touch(), Math.max(250, Math.floor(this.opts.ackWaitMs / 2)));
+    this.#touch.unref();
     this.#loop = this.#run(consumer);
   }
 
-  /** Stops pulling, writes and acks what was already received, waits for in-flight batches. */
+  /**
+   * Stops pulling, writes and acks what was already received, waits for in-flight batches, up to
+   * `stopTimeoutMs`: a write that hangs (Postgres unresponsive) does not hold the shutdown, and
+   * the messages of the batches left unacked are redelivered to the next ingest.
+   */
   async stop(): Promise<void> {
     this.#stopping = true;
-    await this.#messages?.close();
-    await this.#loop;
-    this.#seal();
-    while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
+    this.#held.wake();
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), this.opts.stopTimeoutMs ?? 10_000);
+    });
+    const drain = async (): Promise<'done'> => {
+      await this.#messages?.close();
+      await this.#loop;
+      this.#seal();
+      while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
+      return 'done';
+    };
+    const outcome = await Promise.race([drain(), deadline]);
+    clearTimeout(timer);
+    if (this.#touch !== null) clearInterval(this.#touch);
+    if (outcome === 'timeout') this.log.warn({ unacked: this.#held.size }, 'ingest stopped before its batches were written; NATS redelivers their messages');
   }
 
-  async #run(consumer: Consumer): Promise<void> {
+  /**
+   * The stream and the durable consumer, created if missing. A consumer created anew (deleted,
+   * or NATS restarted without its store) numbers its messages afresh: the held ones are forgotten.
+   */
+  async #openConsumer(): Promise<Consumer> {
+    const jsm = await jetstreamManager(this.nc);
+    await ensureStreamAndConsumer(jsm, this.opts);
+    const consumer = await jetstream(this.nc).consumers.get(this.opts.stream, this.opts.consumer);
+    const created = (await consumer.info(true)).created;
+    if (this.#consumerCreated !== null && created !== this.#consumerCreated) {
+      this.log.warn({ stream: this.opts.stream, consumer: this.opts.consumer, held: this.#held.size }, 'NATS consumer was recreated; resuming from the new one');
+      this.#held.clear();
+    }
+    this.#consumerCreated = created;
+    return consumer;
+  }
+
+  async #run(first: Consumer): Promise<void> {
+    let consumer: Consumer | null = first;
+    let failures = 0;
     while (!this.#stopping) {
+      // Too many messages held (the writes are slow): pull again once they are down to half.
+      await this.#held.room();
+      if (this.#stopping) break;
       try {
-        const messages = await consumer.consume({ max_messages: this.opts.batchSize * 2, callback: (m) => this.#receive(m) });
+        consumer ??= await this.#openConsumer();
+        // A deleted stream or consumer ends consume() with an error instead of a silent retry.
+        const messages = await consumer.consume({ max_messages: this.opts.batchSize * 2, abort_on_missing_resource: true, callback: (m) => this.#receive(m) });
         this.#messages = messages;
-        if (this.#stopping) await messages.close();
+        this.#consuming = true;
+        failures = 0;
+        if (this.#stopping || this.#held.full) await messages.close();
         const err = await messages.closed();
         if (err instanceof Error && !this.#stopping) throw err;
       } catch (err) {
+        this.#consuming = false;
         if (this.#stopping) break;
-        this.log.warn({ err: describeError(err) }, 'NATS consume failed; retrying');
-        await sleep(1000);
+        consumer = null;
+        failures++;
+        this.log.error({ err: describeError(err), stream: this.opts.stream, consumer: this.opts.consumer }, 'NATS consume ended; recreating the stream and consumer if missing, then resuming');
+        await sleep(Math.min(500 * 2 ** failures, 10_000));
       }
     }
   }
 
   /** Called by the NATS client for each message, in order: decode now, write later. Never throws. */
   #receive(m: JsMsg): void {
+    if (this.#held.full) {
+      // Not taken: JetStream redelivers it after ack_wait.
+      void this.#messages?.close();
+      return;
+    }
+    if (!this.#held.take(m)) {
+      this.stats.redeliveriesSkipped++;
+      return;
+    }
     const batch = this.#batch;
     this.stats.received++;
     try {
@@ -104,7 +183,9 @@ export class NatsIngest {
       else batch.unresolved.push({ m, apiKeyId: subject.apiKeyId, event: subject.event });
     } catch (err) {
       this.log.error({ err: describeError(err) }, 'could not take a NATS message; it will be redelivered');
+      this.#held.release([m]);
     }
+    if (this.#held.full) void this.#messages?.close();
     if (batch.size >= this.opts.batchSize) this.#seal();
     else this.#timer ??= setTimeout(() => this.#seal(), this.opts.batchWaitMs);
   }
@@ -125,6 +206,7 @@ export class NatsIngest {
       const batch = this.#queue.shift() as IngestBatch;
       while (this.#queue.length > 0 && batch.size + (this.#queue[0] as IngestBatch).size <= this.#maxBatchRows) batch.absorb(this.#queue.shift() as IngestBatch);
       const job: Promise<void> = this.#process(batch).finally(() => {
+        this.#held.release(batch.messages());
         this.#inFlight.delete(job);
         this.#pump();
       });
@@ -190,6 +272,8 @@ export function natsIngestOptions(config: Config): NatsIngestOptions {
 /** A started ingest: its counters, and a stop that drains it. */
 export interface RunningIngest {
   readonly stats: IngestStats;
+  /** False while the NATS consumer cannot be read (e.g. its stream was deleted and is being recreated). */
+  readonly consuming: boolean;
   stop(): Promise<void>;
 }
 
@@ -206,6 +290,9 @@ export async function runNatsIngest(config: Config, db: Db, log: Logger, name: s
   return {
     get stats() {
       return ingest.stats;
+    },
+    get consuming() {
+      return ingest.consuming;
     },
     stop: async () => {
       await ingest.stop();

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import type { Database, NewDeadLetter } from '../db/schema.js';
 import { MAX_EVENT_BYTES } from '../events/decode.js';
@@ -7,13 +8,23 @@ export async function writeDeadLetters(db: Kysely<Database>, letters: readonly N
   if (letters.length > 0) await deadLetterInsert(db, letters).execute();
 }
 
+/**
+ * The key of a dead letter with no message of its own to name it (import, HTTP): a hash of where
+ * it came from, its tenant, its bytes and its reason, so the same reject sent again is stored once.
+ */
+export function contentKey(source: string, apiKeyId: string | null, raw: Uint8Array, reason: string): string {
+  const hash = createHash('sha256');
+  for (const part of [source, apiKeyId ?? '', reason]) hash.update(`${Buffer.byteLength(part)}:${part}\n`);
+  return `${source}/${hash.update(raw).digest('base64url')}`;
+}
+
 /** The insert itself, for callers that run it on a raw connection (the COPY path compiles it). */
 export function deadLetterInsert(db: Kysely<Database>, letters: readonly NewDeadLetter[]) {
   return (
     db
       .insertInto('dead_letters')
       .values(letters.map((l) => ({ ...l, ...keptRaw(l), subject: l.subject != null ? storableText(l.subject, 1000) : null })))
-      // A redelivery of the same poison message is stored once.
+      // A redelivery of the same poison message, a reject sent or imported again, is stored once.
       .onConflict((oc) => oc.column('message_key').doNothing())
   );
 }

@@ -1,0 +1,164 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { importFile } from '../../src/cli/import.js';
+import { runDeadLetters } from '../../src/cli/dead-letters.js';
+import { runPublish } from '../../src/cli/publish.js';
+import { type Config, loadConfig } from '../../src/config.js';
+import { createApiKey } from '../../src/keys/key-store.js';
+import { writeDeadLetters } from '../../src/log/dead-letters.js';
+import { type Service, startService } from '../../src/main.js';
+import { type TestEnv, countRows, createTestEnv, quietLogger } from '../support/harness.js';
+import { openJetStream } from '../support/jetstream.js';
+import { TcpProxy } from '../support/tcp-proxy.js';
+
+/** The `import` and `publish` commands called in-process, against this file's database and stream. */
+
+let t: TestEnv;
+let dir: string;
+
+beforeAll(async () => {
+  t = await createTestEnv();
+  dir = mkdtempSync(join(tmpdir(), 'mailtally-cli-in-'));
+});
+afterAll(async () => {
+  await t.cleanup();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const open = (i: number, extra: string) => `{"event":"open","time":${1_600_000_000 + i},"MessageID":${1000 + i},"email":"r${i}@example.com",${extra}}`;
+
+function writeLines(name: string, lines: string[]): string {
+  const path = join(dir, name);
+  writeFileSync(path, `${lines.join('\n')}\n`);
+  return path;
+}
+
+describe('import', () => {
+  it('dead-letters a line whose APIKeyID is beyond int64 (no tenant) and imports the lines after it', async () => {
+    const key = t.key.APIKeyID;
+    const path = writeLines('big-key.jsonl', [
+      open(1, `"EventID":"k-1","APIKeyID":${key}`),
+      open(2, '"EventID":"k-2","APIKeyID":99999999999999999999'),
+      open(3, '"EventID":"k-3","APIKeyID":1e30'),
+      open(4, '"EventID":"k-4","APIKeyID":"9223372036854775808"'),
+      open(5, `"EventID":"k-5","APIKeyID":${key}`),
+    ]);
+    const summary = await importFile(t.db, path, { apiKeyId: undefined, batchSize: 1000, pipeline: 1, quiet: true });
+    expect(summary).toEqual({ Imported: 2, Duplicates: 0, Rejected: 3 });
+    const letters = await t.db.kysely.selectFrom('dead_letters').select(['reason', 'api_key_id']).where('source', '=', 'import').orderBy('id').execute();
+    expect(letters).toEqual([2, 3, 4].map((n) => ({ reason: `line ${n}: APIKeyID: must be a positive 64-bit integer`, api_key_id: null })));
+    expect(await countRows(t.db, 'events')).toBe(2);
+  });
+
+  it('stores a rejected line once when the file is imported again', async () => {
+    const bad = ['{"event":"open",', open(11, '"EventID":"again-2","email":7')];
+    const path = writeLines('again.jsonl', [open(10, '"EventID":"again-1"'), ...bad]);
+    const lettersFor = async () =>
+      (await t.db.kysely.selectFrom('dead_letters').select('reason').where('source', '=', 'import').where('raw', 'in', bad.map((b) => Buffer.from(b))).execute()).map((l) => l.reason.slice(0, 7));
+    const first = await importFile(t.db, path, { apiKeyId: t.key.APIKeyID, batchSize: 1000, pipeline: 1, quiet: true });
+    const again = await importFile(t.db, path, { apiKeyId: t.key.APIKeyID, batchSize: 1000, pipeline: 1, quiet: true });
+    expect([first, again]).toEqual([
+      { Imported: 1, Duplicates: 0, Rejected: 2 },
+      { Imported: 0, Duplicates: 1, Rejected: 2 },
+    ]);
+    expect((await lettersFor()).sort()).toEqual(['line 2:', 'line 3:']);
+  });
+});
+
+/** What a command printed with console.log, line by line, and its exit code. */
+async function printedBy(run: () => Promise<number>): Promise<{ code: number; printed: string[] }> {
+  const printed: string[] = [];
+  const spy = vi.spyOn(console, 'log').mockImplementation((line: string) => void printed.push(line));
+  try {
+    return { code: await run(), printed };
+  } finally {
+    spy.mockRestore();
+  }
+}
+
+/** Runs `publish` and returns the summary it printed. */
+async function publish(path: string, config = t.config): Promise<{ code: number; summary: unknown }> {
+  const { code, printed } = await printedBy(() => runPublish(config, path, { apiKeyId: undefined, url: undefined }));
+  return { code, summary: JSON.parse(printed.at(-1) ?? 'null') };
+}
+
+describe('publish to NATS', () => {
+  it("keeps two tenants' events that share an EventID (the stream dedupes Nats-Msg-Id across tenants)", async () => {
+    const other = await createApiKey(t.db.kysely);
+    const path = writeLines('shared-id.jsonl', [open(1, `"EventID":"evt-1","APIKeyID":${t.key.APIKeyID}`), open(1, `"EventID":"evt-1","APIKeyID":${other.APIKeyID}`)]);
+    expect(await publish(path)).toEqual({ code: 0, summary: { Published: 2, Duplicates: 0, Skipped: [] } });
+    const h = await openJetStream(t.env['NATS_URL'] as string);
+    try {
+      expect((await h.jsm.streams.info(t.env['NATS_STREAM'] as string)).state.messages).toBe(2);
+    } finally {
+      await h.close();
+    }
+    // the same file again: each tenant's copy is the duplicate of its own
+    expect(await publish(path)).toEqual({ code: 0, summary: { Published: 0, Duplicates: 2, Skipped: [] } });
+  });
+});
+
+describe('publish over HTTP', () => {
+  let service: Service;
+  let config: Config;
+  beforeAll(async () => {
+    const { NATS_URL: _nats, ...withoutNats } = t.env;
+    service = await startService(loadConfig(withoutNats), ['ingest'], quietLogger());
+    const port = new URL(service.url as string).port;
+    config = loadConfig({ ...withoutNats, PORT: port, MAILTALLY_API_KEY: t.key.ApiKey, MAILTALLY_SECRET_KEY: t.key.SecretKey });
+  });
+  afterAll(async () => {
+    await service?.stop();
+  });
+
+  it('splits a batch whose body would pass the 16 MiB limit', { timeout: 120_000 }, async () => {
+    // 1000 events of about 17 KB: 17 MB in the 1000 events of one request by count.
+    const pad = 'x'.repeat(17_000);
+    const path = writeLines('large.jsonl', Array.from({ length: 1000 }, (_, i) => open(100 + i, `"EventID":"large-${i}","Payload":"${pad}"`)));
+    expect(await publish(path, config)).toEqual({ code: 0, summary: { Published: 1000, Duplicates: 0, Skipped: [] } });
+    const n = await t.db.kysely.selectFrom('events').select((eb) => eb.fn.countAll<string>().as('n')).where('event_id', 'like', 'large-%').executeTakeFirstOrThrow();
+    expect(Number(n.n)).toBe(1000);
+  });
+
+  it('stores a rejected event once when it is sent again', async () => {
+    const path = writeLines('http-again.jsonl', [open(5000, '"EventID":"http-again-1"'), '{"event":"open","time":1600000000,"MessageID":5,"EventID":"http-bad"}']);
+    const skipped = [{ Line: 2, Reason: 'email: is required' }];
+    expect(await publish(path, config)).toEqual({ code: 3, summary: { Published: 1, Duplicates: 0, Skipped: skipped } });
+    expect(await publish(path, config)).toEqual({ code: 3, summary: { Published: 0, Duplicates: 1, Skipped: skipped } });
+    const letters = await t.db.kysely.selectFrom('dead_letters').select('id').where('source', '=', 'http').where('raw', '=', Buffer.from('{"event":"open","time":1600000000,"MessageID":5,"EventID":"http-bad"}')).execute();
+    expect(letters).toHaveLength(1);
+  });
+
+  it('sends a batch again when the ingest answers 503 (its database away) instead of giving up', { timeout: 60_000 }, async () => {
+    const pgUrl = new URL(t.env['DATABASE_URL'] as string);
+    const proxy = new TcpProxy(pgUrl.hostname, Number(pgUrl.port || 5432));
+    await proxy.start();
+    const viaProxy = new URL(pgUrl);
+    viaProxy.hostname = '127.0.0.1';
+    viaProxy.port = String(proxy.port);
+    const { NATS_URL: _nats, ...withoutNats } = t.env;
+    const flaky = await startService(loadConfig({ ...withoutNats, DATABASE_URL: viaProxy.toString() }), ['ingest'], quietLogger());
+    try {
+      const path = writeLines('outage.jsonl', Array.from({ length: 20 }, (_, i) => open(6000 + i, `"EventID":"outage-${i}"`)));
+      await proxy.cut();
+      const published = publish(path, { ...config, http: { ...config.http, port: Number(new URL(flaky.url as string).port) } });
+      await new Promise((r) => setTimeout(r, 2500));
+      await proxy.restore();
+      expect(await published).toEqual({ code: 0, summary: { Published: 20, Duplicates: 0, Skipped: [] } });
+    } finally {
+      await flaky.stop();
+      await proxy.stop();
+    }
+  });
+});
+
+describe('dead-letters', () => {
+  it("prints a NATS dead letter's stream sequence", async () => {
+    await writeDeadLetters(t.db.kysely, [{ source: 'nats', subject: 'x.1.open', nats_seq: 4242, message_key: 'S/4242/1', api_key_id: t.key.APIKeyID, reason: 'not valid JSON', raw: Buffer.from('{') }]);
+    const { code, printed } = await printedBy(() => runDeadLetters(t.config, 1));
+    expect(code).toBe(0);
+    expect(JSON.parse(printed.at(-1) ?? 'null')).toMatchObject({ source: 'nats', subject: 'x.1.open', natsSeq: '4242', reason: 'not valid JSON', raw: '{' });
+  });
+});
