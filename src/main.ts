@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { type Db, connectDb } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
+import { withSchemaLock } from './db/schema-lock.js';
 import type { RunningIngest } from './ingest/nats-ingest.js';
 import { AuthFailureLimiter } from './api/conventions/rate-limit.js';
 import { type MetricSource, registerMetrics } from './http/metrics.js';
@@ -50,9 +51,11 @@ export async function startService(config: Config, roles: readonly Role[], log: 
   const db = await connectDb(config.database, { application: `mailtally:${roles.join('+')}` });
   const cleanup: (() => Promise<void>)[] = [() => db.close()];
   try {
-    await migrateToLatest(db.kysely);
+    const stale = await withSchemaLock(db, async () => {
+      await migrateToLatest(db.kysely);
+      return ensureProjectionTables(db.kysely, PROJECTIONS);
+    });
     if (db.kind === 'pglite') await ensureFirstKey(db, log);
-    const stale = await ensureProjectionTables(db.kysely, PROJECTIONS);
 
     let natsIngest: RunningIngest | null = null;
     if (roles.includes('ingest') && config.nats !== null) {
