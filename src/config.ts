@@ -30,8 +30,9 @@ const url = (protocols: readonly string[]) =>
 
 const natsServers = z
   .string()
-  .min(1)
   .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0))
+  // An empty list would reach nats.js, which then connects to its own default (127.0.0.1:4222).
+  .refine((list) => list.length > 0, { message: 'must name at least one server, e.g. nats://127.0.0.1:4222' })
   .refine((list) => list.every((s) => /^(nats|tls|wss?):\/\/[^\s]+$|^[\w.-]+(:\d+)?$/.test(s)), {
     message: 'must be a comma-separated list of nats://host:port (or host:port)',
   });

@@ -44,6 +44,13 @@ describe('loadConfig', () => {
     expect(found.find((p) => p.startsWith('PORT'))).toBe('PORT must be a whole number (got "abc")');
   });
 
+  it('refuses a NATS_URL that names no server (nats.js would connect to its default instead)', () => {
+    for (const value of [',', ' , ,', ',,']) {
+      expect(problems({ NATS_URL: value })).toEqual([`NATS_URL must name at least one server, e.g. nats://127.0.0.1:4222 (got ${JSON.stringify(value)})`]);
+    }
+    expect(loadConfig({ NATS_URL: ',nats://a:4222,' }).nats?.servers).toEqual(['nats://a:4222']);
+  });
+
   it('never echoes secrets back', () => {
     const found = problems({ DATABASE_URL: 'nope://user:hunter2@x', PORT: '1' });
     expect(found.join('\n')).not.toContain('hunter2');
