@@ -117,6 +117,8 @@ const envSchema = z.object({
   TLS_KEY: z.string().min(1).optional(),
   ALLOW_INSECURE_HTTP: bool.default(false),
   TRUST_PROXY: trustProxy.default(false),
+  HTTP_REQUEST_TIMEOUT_MS: int(1000, 3_600_000).default(60_000),
+  HTTP_SHUTDOWN_GRACE_MS: int(0, 600_000).default(5000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PG_POOL_SIZE: int(2, 200).default(10),
   INGEST_BATCH_SIZE: int(1, 10_000).default(2000),
@@ -169,6 +171,10 @@ export interface Config {
     readonly allowInsecureHttp: boolean;
     /** Proxies whose `X-Forwarded-For` names the client: none (false), or their addresses and CIDRs. */
     readonly trustProxy: false | readonly string[];
+    /** How long a request (headers and body) may take to arrive; past it, a 408 and the connection closed. */
+    readonly requestTimeoutMs: number;
+    /** At shutdown, how long requests in flight may go on before their connections are closed. */
+    readonly shutdownGraceMs: number;
   };
   readonly logLevel: string;
   /** Per-key request budget (0 = off) and failed logins allowed per client address per minute. */
@@ -259,6 +265,8 @@ export function loadConfig(env: Env = process.env): Config {
       tls: e.TLS_CERT !== undefined && e.TLS_KEY !== undefined ? { certFile: e.TLS_CERT, keyFile: e.TLS_KEY } : null,
       allowInsecureHttp: e.ALLOW_INSECURE_HTTP,
       trustProxy: e.TRUST_PROXY,
+      requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+      shutdownGraceMs: e.HTTP_SHUTDOWN_GRACE_MS,
     },
     logLevel: e.LOG_LEVEL,
     api: {

@@ -6,7 +6,7 @@ import { withSchemaLock } from './db/schema-lock.js';
 import type { RunningIngest } from './ingest/nats-ingest.js';
 import { AuthFailureLimiter } from './api/conventions/rate-limit.js';
 import { type MetricSource, registerMetrics } from './http/metrics.js';
-import { createServer } from './http/server.js';
+import { closeServer, createServer } from './http/server.js';
 import { registerStatusRoute } from './http/status-route.js';
 import { KeyVerifier, countApiKeys, createApiKey, printableKey } from './keys/key-store.js';
 import type { Logger } from './logger.js';
@@ -50,6 +50,7 @@ export function parseRoles(text: string): Role[] {
 export async function startService(config: Config, roles: readonly Role[], log: Logger): Promise<Service> {
   const db = await connectDb(config.database, { application: `mailtally:${roles.join('+')}` });
   const cleanup: (() => Promise<void>)[] = [() => db.close()];
+  let stopIntake = async (): Promise<void> => {};
   try {
     const stale = await withSchemaLock(db, async () => {
       await migrateToLatest(db.kysely);
@@ -61,7 +62,9 @@ export async function startService(config: Config, roles: readonly Role[], log: 
     if (roles.includes('ingest') && config.nats !== null) {
       natsIngest = await startNatsIngest(config, db, log.child({ role: 'ingest' }));
       const ingest = natsIngest;
-      cleanup.unshift(() => ingest.stop());
+      let ingestStopped: Promise<void> | null = null;
+      stopIntake = () => (ingestStopped ??= ingest.stop());
+      cleanup.unshift(stopIntake);
     }
 
     let projector: Projector | null = null;
@@ -151,8 +154,11 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       await registerOpenApi(http, WEBHOOK_OPENAPI_PATHS);
     }
     const url = await http.listen({ port: config.http.port, host: config.http.host });
-    // Closed first: stop taking requests before the workers drain.
-    cleanup.unshift(() => http.close());
+    // Closed first, with NATS intake: stop taking work before the workers drain. Requests in
+    // flight get HTTP_SHUTDOWN_GRACE_MS, then their connections are closed.
+    cleanup.unshift(async () => {
+      await Promise.all([closeServer(http, config.http.shutdownGraceMs), stopIntake()]);
+    });
 
     log.info({ roles, database: db.kind, nats: config.nats !== null, url }, 'mailtally started');
     let stopping: Promise<void> | null = null;
