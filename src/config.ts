@@ -1,3 +1,4 @@
+import { accessSync, constants, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { z } from 'zod';
@@ -245,6 +246,10 @@ export function loadConfig(env: Env = process.env): Config {
   if ((e.TLS_CERT === undefined) !== (e.TLS_KEY === undefined)) {
     problems.push('TLS_CERT and TLS_KEY must be set together');
   }
+  for (const [name, file] of [['TLS_CERT', e.TLS_CERT], ['TLS_KEY', e.TLS_KEY]] as const) {
+    const problem = file === undefined ? null : unreadableFileProblem(file);
+    if (problem !== null) problems.push(`${name} ${problem} (got ${JSON.stringify(file)})`);
+  }
   if (e.INGEST_WORKERS > 1 && e.DATABASE_URL === undefined) {
     problems.push('INGEST_WORKERS above 1 needs DATABASE_URL (the embedded database takes one writer)');
   }
@@ -297,6 +302,31 @@ export function loadConfig(env: Env = process.env): Config {
     client: { apiKey: e.MAILTALLY_API_KEY ?? null, secretKey: e.MAILTALLY_SECRET_KEY ?? null },
   };
   return deepFreeze(config);
+}
+
+/** Why a file cannot be read (it is read when the HTTP server starts, after the database work), or null. */
+function unreadableFileProblem(file: string): string | null {
+  try {
+    if (statSync(file).isDirectory()) return 'must be a file, not a directory';
+    accessSync(file, constants.R_OK);
+    return null;
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    return code === 'ENOENT' ? 'names no file' : code === 'EACCES' ? 'names a file this process may not read' : `names a file that cannot be read (${code ?? String(err)})`;
+  }
+}
+
+/** A server URL fit for a message: its password left out. Text that is no URL is returned as it is. */
+export function withoutPassword(url: string): string {
+  if (!url.includes('://')) return url;
+  try {
+    const u = new URL(url);
+    if (u.password === '') return url;
+    u.password = '';
+    return u.toString();
+  } catch {
+    return url;
+  }
 }
 
 function deepFreeze<T>(value: T): T {

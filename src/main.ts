@@ -6,7 +6,7 @@ import { withSchemaLock } from './db/schema-lock.js';
 import type { RunningIngest } from './ingest/nats-ingest.js';
 import { AuthFailureLimiter } from './api/conventions/rate-limit.js';
 import { type MetricSource, registerMetrics } from './http/metrics.js';
-import { closeServer, createServer } from './http/server.js';
+import { assertCanListen, closeServer, createServer, listenError } from './http/server.js';
 import { registerStatusRoute } from './http/status-route.js';
 import { KeyVerifier, countApiKeys, createApiKey, printableKey } from './keys/key-store.js';
 import type { Logger } from './logger.js';
@@ -48,6 +48,10 @@ export function parseRoles(text: string): Role[] {
 }
 
 export async function startService(config: Config, roles: readonly Role[], log: Logger): Promise<Service> {
+  // The HTTP settings first (the TLS rule, the certificate read, the port free): a bad one is
+  // reported at once, not after the migrations, a read-model rebuild and the leases.
+  const http = createServer(config.http, log);
+  await assertCanListen(config.http);
   const db = await connectDb(config.database, { application: `mailtally:${roles.join('+')}` });
   const cleanup: (() => Promise<void>)[] = [() => db.close()];
   let stopIntake = async (): Promise<void> => {};
@@ -99,7 +103,6 @@ export async function startService(config: Config, roles: readonly Role[], log: 
 
     // Every process serves /healthz, /status and /metrics (a worker-only one too, for probes and
     // scraping); the api and ingest roles add their routes.
-    const http = createServer(config.http, log);
     const verifier = new KeyVerifier(db.kysely);
     // One count of failed Basic-auth attempts per address, for every route that takes Basic auth.
     const authFailures = new AuthFailureLimiter(config.api.authFailuresPerMinute, 60_000);
@@ -153,7 +156,9 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       registerWebhookAdmin(http, { db: db.kysely, verifier, authFailures, grouping: { windowMs: w.batchWindowMs, maxEvents: w.batchMaxEvents, maxBytes: w.batchMaxBytes } });
       await registerOpenApi(http, WEBHOOK_OPENAPI_PATHS);
     }
-    const url = await http.listen({ port: config.http.port, host: config.http.host });
+    const url = await http.listen({ port: config.http.port, host: config.http.host }).catch((err: unknown) => {
+      throw listenError(config.http, err);
+    });
     // Closed first, with NATS intake: stop taking work before the workers drain. Requests in
     // flight get HTTP_SHUTDOWN_GRACE_MS, then their connections are closed.
     cleanup.unshift(async () => {

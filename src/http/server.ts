@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
-import { isIP } from 'node:net';
+import net, { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Server as NodeHttpServer } from 'node:http';
 import type https from 'node:https';
@@ -81,6 +81,23 @@ export function createServer(http: Config['http'], log: Logger): FastifyInstance
 
   app.setErrorHandler(onError);
   return app;
+}
+
+/**
+ * Fails, naming PORT and HOST, when the server could not listen there (a port in use or
+ * privileged, an address not on this host), so a process finds out before its database work.
+ */
+export async function assertCanListen(http: Pick<Config['http'], 'port' | 'host'>): Promise<void> {
+  if (http.port === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', (err) => reject(listenError(http, err)));
+    probe.listen({ port: http.port, host: http.host, exclusive: true }, () => probe.close(() => resolve()));
+  });
+}
+
+export function listenError(http: Pick<Config['http'], 'port' | 'host'>, err: unknown): Error {
+  return new Error(`PORT / HOST: cannot listen on ${http.host} port ${http.port}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
 }
 
 /**
