@@ -160,6 +160,9 @@ const envSchema = z.object({
   WEBHOOK_ATTEMPTS_RETENTION_DAYS: int(0, 3650).default(30),
 });
 
+/** Every variable mailtally reads (`.env.example` and README's table list each one). */
+export const CONFIG_KEYS: readonly string[] = Object.keys(envSchema.shape);
+
 export type Env = Record<string, string | undefined>;
 
 export interface Config {
