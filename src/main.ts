@@ -47,7 +47,12 @@ export function parseRoles(text: string): Role[] {
   return roles as Role[];
 }
 
-export async function startService(config: Config, roles: readonly Role[], log: Logger): Promise<Service> {
+/**
+ * Starts the roles asked for. `signal` (a SIGTERM during start) stops the start between steps,
+ * and a wait for the schema lock or a read-model rebuild within theirs: what has started is
+ * stopped again and the abort's reason is thrown.
+ */
+export async function startService(config: Config, roles: readonly Role[], log: Logger, signal?: AbortSignal): Promise<Service> {
   // The HTTP settings first (the TLS rule, the certificate read, the port free): a bad one is
   // reported at once, not after the migrations, a read-model rebuild and the leases.
   const http = createServer(config.http, log);
@@ -55,11 +60,14 @@ export async function startService(config: Config, roles: readonly Role[], log: 
   const db = await connectDb(config.database, { application: `mailtally:${roles.join('+')}` });
   const cleanup: (() => Promise<void>)[] = [() => db.close()];
   let stopIntake = async (): Promise<void> => {};
+  const checkpoint = () => signal?.throwIfAborted();
   try {
+    checkpoint();
     const stale = await withSchemaLock(db, async () => {
       await migrateToLatest(db.kysely);
       return ensureProjectionTables(db.kysely, PROJECTIONS);
-    });
+    }, signal);
+    checkpoint();
     if (db.kind === 'pglite') await ensureFirstKey(db, log);
 
     let natsIngest: RunningIngest | null = null;
@@ -69,6 +77,7 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       let ingestStopped: Promise<void> | null = null;
       stopIntake = () => (ingestStopped ??= ingest.stop());
       cleanup.unshift(stopIntake);
+      checkpoint();
     }
 
     let projector: Projector | null = null;
@@ -83,6 +92,7 @@ export async function startService(config: Config, roles: readonly Role[], log: 
           engine: config.projector.replayEngine,
           workMem: config.projector.replayWorkMem,
           catchUpBatch: config.projector.batchSize,
+          ...(signal !== undefined ? { signal } : {}),
         });
       }
       const { Projector } = await import('./projector/runner.js');
@@ -90,6 +100,7 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       await running.start();
       projector = running;
       cleanup.unshift(() => running.stop());
+      checkpoint();
     }
 
     let dispatcher: Dispatcher | null = null;
@@ -99,6 +110,7 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       await running.start();
       dispatcher = running;
       cleanup.unshift(() => running.stop());
+      checkpoint();
     }
 
     // Every process serves /healthz, /status and /metrics (a worker-only one too, for probes and
@@ -164,6 +176,7 @@ export async function startService(config: Config, roles: readonly Role[], log: 
     cleanup.unshift(async () => {
       await Promise.all([closeServer(http, config.http.shutdownGraceMs), stopIntake()]);
     });
+    checkpoint();
 
     log.info({ roles, database: db.kind, nats: config.nats !== null, url }, 'mailtally started');
     let stopping: Promise<void> | null = null;

@@ -50,7 +50,13 @@ export async function connectDb(config: Config['database'], opts: { application?
       throw new Error(`DATABASE_URL: cannot connect to ${withoutPassword(config.url)}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return { kysely, kind: 'postgres', pool, listen: (channel, onNotify) => listenPg(config.url, channel, onNotify), close: () => kysely.destroy() };
+    const close = async () => {
+      await kysely.destroy();
+      // kysely ends the pool only once it has run a query through it; a process stopped before
+      // (during its start) would be kept alive by the pool's own connections.
+      if (!pool.ending) await pool.end();
+    };
+    return { kysely, kind: 'postgres', pool, listen: (channel, onNotify) => listenPg(config.url, channel, onNotify), close };
   }
 
   // Loaded only for the embedded database: PGlite and kysely-pglite (which brings a TypeScript

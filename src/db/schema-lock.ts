@@ -1,7 +1,9 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from './connect.js';
 
 /** Held while a process sets up the schema (migrations, then read-model tables). */
 export const SCHEMA_LOCK_KEY = 7_220_517_002n;
+const LOCK_RETRY_MS = 200;
 
 /**
  * Runs `setUp` while holding a session-level advisory lock on its own connection, so processes
@@ -9,14 +11,19 @@ export const SCHEMA_LOCK_KEY = 7_220_517_002n;
  * concurrently fails on Postgres's catalog indexes (pg_class_relname_nsp_index) instead of
  * finding the table. The embedded database has one process: nothing to wait for.
  */
-export async function withSchemaLock<T>(db: Db, setUp: () => Promise<T>): Promise<T> {
+export async function withSchemaLock<T>(db: Db, setUp: () => Promise<T>, signal?: AbortSignal): Promise<T> {
   if (db.pool === null) return setUp();
   const client = await db.pool.connect();
   const key = SCHEMA_LOCK_KEY.toString();
   try {
-    await client.query('SELECT pg_advisory_lock($1)', [key]);
+    // Tried again and again rather than waited for: a stop asked meanwhile ends the wait at
+    // once (a backend blocked in pg_advisory_lock would wait on after its client left).
+    while (!(await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [key])).rows[0]?.ok) {
+      signal?.throwIfAborted();
+      await sleep(LOCK_RETRY_MS, undefined, signal !== undefined ? { signal } : {});
+    }
   } catch (err) {
-    client.release(true);
+    client.release();
     throw err;
   }
   try {
