@@ -1,3 +1,4 @@
+import { accessSync, constants, statSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { z } from 'zod';
@@ -30,8 +31,9 @@ const url = (protocols: readonly string[]) =>
 
 const natsServers = z
   .string()
-  .min(1)
   .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0))
+  // An empty list would reach nats.js, which then connects to its own default (127.0.0.1:4222).
+  .refine((list) => list.length > 0, { message: 'must name at least one server, e.g. nats://127.0.0.1:4222' })
   .refine((list) => list.every((s) => /^(nats|tls|wss?):\/\/[^\s]+$|^[\w.-]+(:\d+)?$/.test(s)), {
     message: 'must be a comma-separated list of nats://host:port (or host:port)',
   });
@@ -116,6 +118,8 @@ const envSchema = z.object({
   TLS_KEY: z.string().min(1).optional(),
   ALLOW_INSECURE_HTTP: bool.default(false),
   TRUST_PROXY: trustProxy.default(false),
+  HTTP_REQUEST_TIMEOUT_MS: int(1000, 3_600_000).default(60_000),
+  HTTP_SHUTDOWN_GRACE_MS: int(0, 600_000).default(5000),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PG_POOL_SIZE: int(2, 200).default(10),
   INGEST_BATCH_SIZE: int(1, 10_000).default(2000),
@@ -158,6 +162,9 @@ const envSchema = z.object({
   WEBHOOK_ATTEMPTS_RETENTION_DAYS: int(0, 3650).default(30),
 });
 
+/** Every variable mailtally reads (`.env.example` and README's table list each one). */
+export const CONFIG_KEYS: readonly string[] = Object.keys(envSchema.shape);
+
 export type Env = Record<string, string | undefined>;
 
 export interface Config {
@@ -170,6 +177,10 @@ export interface Config {
     readonly allowInsecureHttp: boolean;
     /** Proxies whose `X-Forwarded-For` names the client: none (false), or their addresses and CIDRs. */
     readonly trustProxy: false | readonly string[];
+    /** How long a request (headers and body) may take to arrive; past it, a 408 and the connection closed. */
+    readonly requestTimeoutMs: number;
+    /** At shutdown, how long requests in flight may go on before their connections are closed. */
+    readonly shutdownGraceMs: number;
   };
   readonly logLevel: string;
   /** Per-key request budget (0 = off) and failed logins allowed per client address per minute. */
@@ -244,6 +255,10 @@ export function loadConfig(env: Env = process.env): Config {
   if ((e.TLS_CERT === undefined) !== (e.TLS_KEY === undefined)) {
     problems.push('TLS_CERT and TLS_KEY must be set together');
   }
+  for (const [name, file] of [['TLS_CERT', e.TLS_CERT], ['TLS_KEY', e.TLS_KEY]] as const) {
+    const problem = file === undefined ? null : unreadableFileProblem(file);
+    if (problem !== null) problems.push(`${name} ${problem} (got ${JSON.stringify(file)})`);
+  }
   if (e.INGEST_WORKERS > 1 && e.DATABASE_URL === undefined) {
     problems.push('INGEST_WORKERS above 1 needs DATABASE_URL (the embedded database takes one writer)');
   }
@@ -264,6 +279,8 @@ export function loadConfig(env: Env = process.env): Config {
       tls: e.TLS_CERT !== undefined && e.TLS_KEY !== undefined ? { certFile: e.TLS_CERT, keyFile: e.TLS_KEY } : null,
       allowInsecureHttp: e.ALLOW_INSECURE_HTTP,
       trustProxy: e.TRUST_PROXY,
+      requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+      shutdownGraceMs: e.HTTP_SHUTDOWN_GRACE_MS,
     },
     logLevel: e.LOG_LEVEL,
     api: {
@@ -296,6 +313,31 @@ export function loadConfig(env: Env = process.env): Config {
     client: { apiKey: e.MAILTALLY_API_KEY ?? null, secretKey: e.MAILTALLY_SECRET_KEY ?? null },
   };
   return deepFreeze(config);
+}
+
+/** Why a file cannot be read (it is read when the HTTP server starts, after the database work), or null. */
+function unreadableFileProblem(file: string): string | null {
+  try {
+    if (statSync(file).isDirectory()) return 'must be a file, not a directory';
+    accessSync(file, constants.R_OK);
+    return null;
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    return code === 'ENOENT' ? 'names no file' : code === 'EACCES' ? 'names a file this process may not read' : `names a file that cannot be read (${code ?? String(err)})`;
+  }
+}
+
+/** A server URL fit for a message: its password left out. Text that is no URL is returned as it is. */
+export function withoutPassword(url: string): string {
+  if (!url.includes('://')) return url;
+  try {
+    const u = new URL(url);
+    if (u.password === '') return url;
+    u.password = '';
+    return u.toString();
+  } catch {
+    return url;
+  }
 }
 
 function deepFreeze<T>(value: T): T {

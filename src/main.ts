@@ -2,10 +2,11 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { type Db, connectDb } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
+import { withSchemaLock } from './db/schema-lock.js';
 import type { RunningIngest } from './ingest/nats-ingest.js';
 import { AuthFailureLimiter } from './api/conventions/rate-limit.js';
 import { type MetricSource, registerMetrics } from './http/metrics.js';
-import { createServer } from './http/server.js';
+import { assertCanListen, closeServer, createServer, listenError } from './http/server.js';
 import { registerStatusRoute } from './http/status-route.js';
 import { KeyVerifier, countApiKeys, createApiKey, printableKey } from './keys/key-store.js';
 import type { Logger } from './logger.js';
@@ -46,19 +47,37 @@ export function parseRoles(text: string): Role[] {
   return roles as Role[];
 }
 
-export async function startService(config: Config, roles: readonly Role[], log: Logger): Promise<Service> {
+/**
+ * Starts the roles asked for. `signal` (a SIGTERM during start) stops the start between steps,
+ * and a wait for the schema lock or a read-model rebuild within theirs: what has started is
+ * stopped again and the abort's reason is thrown.
+ */
+export async function startService(config: Config, roles: readonly Role[], log: Logger, signal?: AbortSignal): Promise<Service> {
+  // The HTTP settings first (the TLS rule, the certificate read, the port free): a bad one is
+  // reported at once, not after the migrations, a read-model rebuild and the leases.
+  const http = createServer(config.http, log);
+  await assertCanListen(config.http);
   const db = await connectDb(config.database, { application: `mailtally:${roles.join('+')}` });
   const cleanup: (() => Promise<void>)[] = [() => db.close()];
+  let stopIntake = async (): Promise<void> => {};
+  const checkpoint = () => signal?.throwIfAborted();
   try {
-    await migrateToLatest(db.kysely);
+    checkpoint();
+    const stale = await withSchemaLock(db, async () => {
+      await migrateToLatest(db.kysely);
+      return ensureProjectionTables(db.kysely, PROJECTIONS);
+    }, signal);
+    checkpoint();
     if (db.kind === 'pglite') await ensureFirstKey(db, log);
-    const stale = await ensureProjectionTables(db.kysely, PROJECTIONS);
 
     let natsIngest: RunningIngest | null = null;
     if (roles.includes('ingest') && config.nats !== null) {
       natsIngest = await startNatsIngest(config, db, log.child({ role: 'ingest' }));
       const ingest = natsIngest;
-      cleanup.unshift(() => ingest.stop());
+      let ingestStopped: Promise<void> | null = null;
+      stopIntake = () => (ingestStopped ??= ingest.stop());
+      cleanup.unshift(stopIntake);
+      checkpoint();
     }
 
     let projector: Projector | null = null;
@@ -73,6 +92,7 @@ export async function startService(config: Config, roles: readonly Role[], log: 
           engine: config.projector.replayEngine,
           workMem: config.projector.replayWorkMem,
           catchUpBatch: config.projector.batchSize,
+          ...(signal !== undefined ? { signal } : {}),
         });
       }
       const { Projector } = await import('./projector/runner.js');
@@ -80,6 +100,7 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       await running.start();
       projector = running;
       cleanup.unshift(() => running.stop());
+      checkpoint();
     }
 
     let dispatcher: Dispatcher | null = null;
@@ -89,11 +110,11 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       await running.start();
       dispatcher = running;
       cleanup.unshift(() => running.stop());
+      checkpoint();
     }
 
     // Every process serves /healthz, /status and /metrics (a worker-only one too, for probes and
     // scraping); the api and ingest roles add their routes.
-    const http = createServer(config.http, log);
     const verifier = new KeyVerifier(db.kysely);
     // One count of failed Basic-auth attempts per address, for every route that takes Basic auth.
     const authFailures = new AuthFailureLimiter(config.api.authFailuresPerMinute, 60_000);
@@ -147,9 +168,15 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       registerWebhookAdmin(http, { db: db.kysely, verifier, authFailures, grouping: { windowMs: w.batchWindowMs, maxEvents: w.batchMaxEvents, maxBytes: w.batchMaxBytes } });
       await registerOpenApi(http, WEBHOOK_OPENAPI_PATHS);
     }
-    const url = await http.listen({ port: config.http.port, host: config.http.host });
-    // Closed first: stop taking requests before the workers drain.
-    cleanup.unshift(() => http.close());
+    const url = await http.listen({ port: config.http.port, host: config.http.host }).catch((err: unknown) => {
+      throw listenError(config.http, err);
+    });
+    // Closed first, with NATS intake: stop taking work before the workers drain. Requests in
+    // flight get HTTP_SHUTDOWN_GRACE_MS, then their connections are closed.
+    cleanup.unshift(async () => {
+      await Promise.all([closeServer(http, config.http.shutdownGraceMs), stopIntake()]);
+    });
+    checkpoint();
 
     log.info({ roles, database: db.kind, nats: config.nats !== null, url }, 'mailtally started');
     let stopping: Promise<void> | null = null;

@@ -1,16 +1,19 @@
 import type { Config } from '../config.js';
 import { connectDb } from '../db/connect.js';
 import { migrateToLatest } from '../db/migrate.js';
+import { withSchemaLock } from '../db/schema-lock.js';
 import { PROJECTIONS } from '../../projections/index.js';
 import { ensureProjectionTables } from '../projector/tables.js';
 
 export async function runMigrate(config: Config): Promise<number> {
   const db = await connectDb(config.database, { application: 'mailtally:migrate' });
   try {
-    const results = await migrateToLatest(db.kysely);
+    const { results, stale } = await withSchemaLock(db, async () => {
+      const results = await migrateToLatest(db.kysely);
+      return { results, stale: await ensureProjectionTables(db.kysely, PROJECTIONS) };
+    });
     if (results.length === 0) console.log('Schema is up to date.');
     for (const r of results) console.log(`${r.status === 'Success' ? 'applied' : r.status}: ${r.migrationName}`);
-    const stale = await ensureProjectionTables(db.kysely, PROJECTIONS);
     if (stale.length > 0) console.log(`Read models to rebuild (run \`mailtally replay\`, or start a projector): ${stale.map((p) => p.name).join(', ')}`);
     return 0;
   } finally {

@@ -1,9 +1,9 @@
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { connect } from '@nats-io/transport-node';
 import type { Config } from '../config.js';
 import { deriveEventId } from '../events/event-id.js';
 import { parseExactJson, stringifyExactJson } from '../events/exact-json.js';
 import { MAX_BODY_BYTES, MAX_EVENTS_PER_REQUEST } from '../ingest/http-ingest.js';
+import { connectNats } from '../ingest/nats-connect.js';
 import { ensureStream } from '../ingest/nats-stream.js';
 import { type JsonLine, isApiKeyId, lineTenant, openJsonLines } from './jsonl.js';
 import { startProgress } from './progress.js';
@@ -30,7 +30,7 @@ export async function runPublish(config: Config, path: string, opts: { apiKeyId:
 async function publishToNats(config: Config, path: string, apiKeyIdFlag: string | undefined): Promise<PublishSummary> {
   const nats = config.nats;
   if (nats === null) throw new Error('NATS_URL is not set');
-  const nc = await connect({ servers: [...nats.servers], name: 'mailtally-publish' });
+  const nc = await connectNats({ servers: [...nats.servers], name: 'mailtally-publish' });
   await ensureStream(await jetstreamManager(nc), nats);
   const js = jetstream(nc);
   const input = openJsonLines(path);

@@ -3,6 +3,7 @@ import { findProjection, PROJECTIONS, type Projection } from '../../projections/
 import type { Config } from '../config.js';
 import { connectDb } from '../db/connect.js';
 import { migrateToLatest } from '../db/migrate.js';
+import { withSchemaLock } from '../db/schema-lock.js';
 import { replay, type ReplayPhase, type ReplayProgress } from '../projector/replay.js';
 import { ensureProjectionTables } from '../projector/tables.js';
 
@@ -37,8 +38,10 @@ export async function runReplay(config: Config, only: string | undefined): Promi
   };
   process.on('SIGINT', interrupted);
   try {
-    await migrateToLatest(db.kysely);
-    await ensureProjectionTables(db.kysely, PROJECTIONS);
+    await withSchemaLock(db, async () => {
+      await migrateToLatest(db.kysely);
+      await ensureProjectionTables(db.kysely, PROJECTIONS);
+    });
     const started = Date.now();
     const report = await replay(db, projections, {
       readBatch: config.projector.replayBatchSize,

@@ -3,22 +3,39 @@ import { createLogger } from '../logger.js';
 import { AVAILABLE_ROLES, parseRoles, startService } from '../main.js';
 import { runsWithServiceFlags, SERVICE_NODE_FLAGS } from '../node-flags.js';
 
-/** `mailtally serve`: runs until SIGTERM/SIGINT, then drains in-flight work and exits. */
+/**
+ * `mailtally serve`: runs until SIGTERM/SIGINT, then drains in-flight work and exits. The
+ * signals are heard from the first moment: one during the start (migrations, a read-model
+ * rebuild) stops what has started and exits — as PID 1 in a container, a signal nobody
+ * handles is ignored, and `docker stop` would wait for its SIGKILL.
+ */
 export async function runServe(config: Config, rolesFlag: string | undefined): Promise<number> {
   const roles = rolesFlag !== undefined ? parseRoles(rolesFlag) : [...AVAILABLE_ROLES];
   const log = createLogger(config.logLevel);
-  if (!runsWithServiceFlags()) log.info({ expected: SERVICE_NODE_FLAGS }, 'started without the Node options mailtally runs with (npm start, the mailtally command and the Docker image give them): read models may take longer to show events under load');
-  const service = await startService(config, roles, log);
-  await new Promise<void>((resolve) => {
+  const stopping = new AbortController();
+  let started = false;
+  const stopAsked = new Promise<void>((resolve) => {
     const onSignal = (signal: NodeJS.Signals) => {
-      log.info({ signal }, 'shutting down: draining in-flight work');
+      log.info({ signal }, started ? 'shutting down: draining in-flight work' : 'shutting down during start: stopping what has started');
       process.off('SIGTERM', onSignal);
       process.off('SIGINT', onSignal);
+      stopping.abort(new Error(`${signal} during start`));
       resolve();
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
   });
+  if (!runsWithServiceFlags()) log.info({ expected: SERVICE_NODE_FLAGS }, 'started without the Node options mailtally runs with (npm start, the mailtally command and the Docker image give them): read models may take longer to show events under load');
+  let service;
+  try {
+    service = await startService(config, roles, log, stopping.signal);
+  } catch (err) {
+    if (!stopping.signal.aborted) throw err;
+    log.info('stopped before it had started');
+    return 0;
+  }
+  started = true;
+  await stopAsked;
   // A database that stopped answering would hold the drain (and the process) forever; the
   // NATS messages left unacked are redelivered, so exiting loses nothing.
   let timer: NodeJS.Timeout | undefined;

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import type { Config } from '../config.js';
+import { type Config, withoutPassword } from '../config.js';
 import { acquireDataDirLock } from './data-dir-lock.js';
 import type { Database } from './schema.js';
 
@@ -42,8 +42,21 @@ export async function connectDb(config: Config['database'], opts: { application?
     // the query that was using it fails and is retried by its caller.
     pool.on('error', () => {});
     pool.on('connect', (client) => client.on('error', () => {}));
+    // Connected once now: a server that cannot be reached is reported with the setting to check.
+    try {
+      (await pool.connect()).release();
+    } catch (err) {
+      await pool.end().catch(() => {});
+      throw new Error(`DATABASE_URL: cannot connect to ${withoutPassword(config.url)}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-    return { kysely, kind: 'postgres', pool, listen: (channel, onNotify) => listenPg(config.url, channel, onNotify), close: () => kysely.destroy() };
+    const close = async () => {
+      await kysely.destroy();
+      // kysely ends the pool only once it has run a query through it; a process stopped before
+      // (during its start) would be kept alive by the pool's own connections.
+      if (!pool.ending) await pool.end();
+    };
+    return { kysely, kind: 'postgres', pool, listen: (channel, onNotify) => listenPg(config.url, channel, onNotify), close };
   }
 
   // Loaded only for the embedded database: PGlite and kysely-pglite (which brings a TypeScript

@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
-import { isIP } from 'node:net';
+import net, { isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { Server as NodeHttpServer } from 'node:http';
 import type https from 'node:https';
-import Fastify, { LogController, type FastifyHttpsOptions, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyHttpOptions, type FastifyHttpsOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
 import { isConnectionLoss, isTransientDbError } from '../db/errors.js';
 import { parseExactJson } from '../events/exact-json.js';
@@ -31,7 +32,7 @@ export const MAX_JSON_DEPTH = 64;
  */
 export function createServer(http: Config['http'], log: Logger): FastifyInstance {
   assertTransportAllowed(http);
-  const options: FastifyServerOptions = {
+  const options: FastifyHttpOptions<NodeHttpServer> = {
     loggerInstance: log,
     bodyLimit: DEFAULT_BODY_LIMIT,
     // Behind proxies, the client's address (failed logins are counted per address) is the one
@@ -40,6 +41,11 @@ export function createServer(http: Config['http'], log: Logger): FastifyInstance
     routerOptions: { caseSensitive: false, ignoreTrailingSlash: true },
     logController: new LogController({ disableRequestLogging: true }),
     return503OnClosing: true,
+    // A request must arrive whole (headers and body) within the timeout: a client trickling a
+    // large body would otherwise hold its connection, and a shutdown, for as long as it likes.
+    // Node answers it through clientErrorHandler (a 408 in the envelope) and closes the socket.
+    requestTimeout: http.requestTimeoutMs,
+    http: requestTimeoutOptions(http.requestTimeoutMs),
     // Errors fastify answers before any route (a path that is not valid percent-encoding…) and
     // requests Node cannot parse leave in the envelope too; neither logs the request's bytes.
     frameworkErrors: (err, req, reply) => onError(err, req, reply),
@@ -50,7 +56,7 @@ export function createServer(http: Config['http'], log: Logger): FastifyInstance
     http.tls !== null
       ? (Fastify({
           ...options,
-          https: { cert: readFileSync(http.tls.certFile), key: readFileSync(http.tls.keyFile) },
+          https: { cert: readFileSync(http.tls.certFile), key: readFileSync(http.tls.keyFile), ...requestTimeoutOptions(http.requestTimeoutMs) },
         } as unknown as FastifyHttpsOptions<https.Server>) as unknown as FastifyInstance)
       : Fastify(options);
 
@@ -82,6 +88,47 @@ export function createServer(http: Config['http'], log: Logger): FastifyInstance
 
   app.setErrorHandler(onError);
   return app;
+}
+
+/**
+ * Fails, naming PORT and HOST, when the server could not listen there (a port in use or
+ * privileged, an address not on this host), so a process finds out before its database work.
+ */
+export async function assertCanListen(http: Pick<Config['http'], 'port' | 'host'>): Promise<void> {
+  if (http.port === 0) return;
+  await new Promise<void>((resolve, reject) => {
+    const probe = net.createServer();
+    probe.once('error', (err) => reject(listenError(http, err)));
+    probe.listen({ port: http.port, host: http.host, exclusive: true }, () => probe.close(() => resolve()));
+  });
+}
+
+export function listenError(http: Pick<Config['http'], 'port' | 'host'>, err: unknown): Error {
+  return new Error(`PORT / HOST: cannot listen on ${http.host} port ${http.port}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+}
+
+/**
+ * Node looks for requests past their timeout every `connectionsCheckingInterval` (30 s by
+ * default): a tenth of the timeout lets it fire close to its time; headers have no longer.
+ */
+function requestTimeoutOptions(timeoutMs: number): { connectionsCheckingInterval: number; headersTimeout: number } {
+  return { connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(timeoutMs / 10))), headersTimeout: Math.min(60_000, timeoutMs) };
+}
+
+/**
+ * Stops taking requests and waits for those in flight, for at most `graceMs`: then their
+ * connections are closed (a client trickling a body must not hold the shutdown).
+ */
+export async function closeServer(app: FastifyInstance, graceMs: number): Promise<void> {
+  const deadline = setTimeout(() => {
+    app.log.warn('shutting down: closing the HTTP connections of requests still in flight');
+    app.server.closeAllConnections();
+  }, graceMs);
+  try {
+    await app.close();
+  } finally {
+    clearTimeout(deadline);
+  }
 }
 
 function onError(err: unknown, req: FastifyRequest, reply: FastifyReply): void {

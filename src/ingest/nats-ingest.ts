@@ -1,8 +1,9 @@
 import { type Consumer, type ConsumerMessages, type JsMsg, jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { type NatsConnection, connect } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { describeError } from '../db/errors.js';
 import type { Config } from '../config.js';
 import type { Db } from '../db/connect.js';
+import { connectNats } from './nats-connect.js';
 import type { LogEventRow } from '../events/decode.js';
 import type { Logger } from '../logger.js';
 import { writeBatch } from './batch-writer.js';
@@ -279,7 +280,7 @@ export interface RunningIngest {
 
 /** Connects to NATS and runs one NatsIngest in this thread; stop() drains it, then the connection. */
 export async function runNatsIngest(config: Config, db: Db, log: Logger, name: string): Promise<RunningIngest> {
-  const nc = await connect({ servers: [...(config.nats?.servers ?? [])], name, maxReconnectAttempts: -1, reconnectTimeWait: 1000 });
+  const nc = await connectNats({ servers: [...(config.nats?.servers ?? [])], name, maxReconnectAttempts: -1, reconnectTimeWait: 1000 });
   const ingest = new NatsIngest(nc, db, new TenantDirectory(db.kysely), natsIngestOptions(config), log);
   try {
     await ingest.start();

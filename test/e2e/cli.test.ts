@@ -215,6 +215,34 @@ describe('errors and migrate', () => {
     expect(r.stderr).toMatch(/Usage: mailtally <command>/);
   });
 
+  it('an unknown option, an option without its value or a bad --roles exits 2 with the usage', async () => {
+    for (const [args, message] of [
+      [['serve', '--bogus'], /Unknown option '--bogus'/],
+      [['import', 'events.jsonl', '--batch-size', '-5'], /Option '--batch-size' argument is ambiguous/],
+      [['import', 'events.jsonl', '--batch-size=-5'], /--batch-size must be a positive whole number \(got "-5"\)/],
+      [['serve', '--roles', 'api,bogus'], /Unknown role "bogus"/],
+      [[], /Give a command/],
+    ] as const) {
+      const r = await runCli(args, { env: dbEnv });
+      expect({ args, code: r.code }).toEqual({ args, code: 2 });
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr).toMatch(/Usage: mailtally <command>/);
+    }
+  });
+
+  it('import --batch-size has a maximum, said before any work', async () => {
+    const r = await runCli(['import', join(dir, 'none.jsonl'), '--batch-size', '300000'], { env: dbEnv });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/--batch-size must be at most 50000 \(got 300000\)/);
+  });
+
+  it('--help says what each exit code means, and names publish --url', async () => {
+    const r = await runCli(['--help'], { env: dbEnv });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/publish <file\.jsonl> \[--api-key-id N\] \[--url URL\]/);
+    for (const code of ['0', '1', '2', '3', '130']) expect(r.stdout).toMatch(new RegExp(`^  ${code} +\\S`, 'm'));
+  });
+
   it('migrate applies the schema to an empty database, then says it is up to date', async () => {
     const fresh = await createTestDatabase();
     try {

@@ -51,7 +51,7 @@ export async function openApiFixture(opts: ApiFixtureOptions = {}): Promise<ApiF
   const { db, cleanup } = await openMigratedDb(dialect);
   await ensureProjectionTables(db.kysely, PROJECTIONS);
   const keys = { a: await createApiKey(db.kysely), b: await createApiKey(db.kysely), readOnly: await createApiKey(db.kysely, { readOnly: true }) };
-  const app = createServer({ port: 0, host: '127.0.0.1', tls: null, allowInsecureHttp: false, trustProxy: false }, quietLogger());
+  const app = createServer({ port: 0, host: '127.0.0.1', tls: null, allowInsecureHttp: false, trustProxy: false, requestTimeoutMs: 60_000, shutdownGraceMs: 5000 }, quietLogger());
   const cache = opts.cache === true ? new ResponseCache({ maxEntries: 1000, ttlMs: 60_000 }) : null;
   const unlisten = cache !== null ? await db.listen(READ_MODELS_CHANNEL, () => cache.invalidate()) : async () => {};
   registerRestApi(app, {

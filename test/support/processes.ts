@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import net from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { CONFIG_KEYS } from '../../src/config.js';
 import { SERVICE_NODE_FLAGS } from '../../src/node-flags.js';
 
 /**
@@ -13,13 +14,7 @@ export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const CLI_PATH = fileURLToPath(new URL('../../bin/mailtally.js', import.meta.url));
 
 /** Every variable mailtally reads: never inherited from the test runner, only what a test gives. */
-const CONFIG_VARS = [
-  'DATABASE_URL', 'NATS_URL', 'DATA_DIR', 'NATS_STREAM', 'NATS_SUBJECT_PREFIX', 'NATS_CONSUMER', 'PORT', 'HOST',
-  'TLS_CERT', 'TLS_KEY', 'ALLOW_INSECURE_HTTP', 'LOG_LEVEL', 'PG_POOL_SIZE', 'INGEST_BATCH_SIZE', 'INGEST_BATCH_WAIT_MS',
-  'INGEST_ACK_WAIT_MS', 'INGEST_WORKERS', 'PROJECTOR_BATCH_SIZE', 'PROJECTOR_POLL_MS', 'PROJECTOR_LEASE_MS', 'PROJECTOR_CACHE_GROUPS', 'REPLAY_BATCH_SIZE', 'REPLAY_COUNTER_ROWS', 'API_RATE_LIMIT', 'API_RATE_BURST', 'API_AUTH_FAILURE_LIMIT', 'API_CACHE_ENTRIES', 'API_CACHE_TTL_MS', 'MAILTALLY_API_KEY', 'MAILTALLY_SECRET_KEY', 'WEBHOOK_ALLOWLIST', 'WEBHOOK_RETRY_SCHEDULE',
-  'WEBHOOK_TIMEOUT_MS', 'WEBHOOK_CONCURRENCY', 'WEBHOOK_URL_CONCURRENCY', 'WEBHOOK_RETRY_CONCURRENCY', 'WEBHOOK_BATCH_WINDOW_MS', 'WEBHOOK_BATCH_MAX_EVENTS',
-  'WEBHOOK_BATCH_MAX_BYTES', 'WEBHOOK_POLL_MS', 'WEBHOOK_LEASE_MS', 'WEBHOOK_FANOUT_BATCH_SIZE', 'WEBHOOK_ATTEMPTS_RETENTION_DAYS',
-];
+const CONFIG_VARS = CONFIG_KEYS;
 
 export function childEnv(env: Record<string, string>): Record<string, string> {
   const base: Record<string, string> = {};

@@ -1,5 +1,9 @@
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
+
+const THIS_FILE = fileURLToPath(import.meta.url);
 
 function problems(env: Record<string, string>): string[] {
   try {
@@ -44,13 +48,28 @@ describe('loadConfig', () => {
     expect(found.find((p) => p.startsWith('PORT'))).toBe('PORT must be a whole number (got "abc")');
   });
 
+  it('refuses a NATS_URL that names no server (nats.js would connect to its default instead)', () => {
+    for (const value of [',', ' , ,', ',,']) {
+      expect(problems({ NATS_URL: value })).toEqual([`NATS_URL must name at least one server, e.g. nats://127.0.0.1:4222 (got ${JSON.stringify(value)})`]);
+    }
+    expect(loadConfig({ NATS_URL: ',nats://a:4222,' }).nats?.servers).toEqual(['nats://a:4222']);
+  });
+
   it('never echoes secrets back', () => {
     const found = problems({ DATABASE_URL: 'nope://user:hunter2@x', PORT: '1' });
     expect(found.join('\n')).not.toContain('hunter2');
   });
 
   it('needs TLS_CERT and TLS_KEY together', () => {
-    expect(problems({ TLS_CERT: '/x.pem' })).toEqual(['TLS_CERT and TLS_KEY must be set together']);
+    expect(problems({ TLS_CERT: THIS_FILE })).toEqual(['TLS_CERT and TLS_KEY must be set together']);
+  });
+
+  it('checks at once that TLS_CERT and TLS_KEY name files it can read', () => {
+    expect(loadConfig({ TLS_CERT: THIS_FILE, TLS_KEY: THIS_FILE }).http.tls).toEqual({ certFile: THIS_FILE, keyFile: THIS_FILE });
+    expect(problems({ TLS_CERT: '/nonexistent/cert.pem', TLS_KEY: dirname(THIS_FILE) })).toEqual([
+      'TLS_CERT names no file (got "/nonexistent/cert.pem")',
+      `TLS_KEY must be a file, not a directory (got ${JSON.stringify(dirname(THIS_FILE))})`,
+    ]);
   });
 
   it('trusts no proxy by default, and names them by address, CIDR or preset', () => {

@@ -27,7 +27,7 @@ beforeAll(async () => {
   keys.a = await createApiKey(db.kysely);
   keys.b = await createApiKey(db.kysely);
   keys.ro = await createApiKey(db.kysely, { readOnly: true });
-  app = createServer({ port: 0, host: '127.0.0.1', tls: null, allowInsecureHttp: false, trustProxy: false }, quietLogger());
+  app = createServer({ port: 0, host: '127.0.0.1', tls: null, allowInsecureHttp: false, trustProxy: false, requestTimeoutMs: 60_000, shutdownGraceMs: 5000 }, quietLogger());
   registerWebhookAdmin(app, { db: db.kysely, verifier: new KeyVerifier(db.kysely), grouping: { windowMs: 0, maxEvents: 100, maxBytes: 262_144 }, maxReplayEvents: 2 });
   await app.ready();
   receiver = await WebhookReceiver.start((r) => (r.path === '/down' ? { status: 502, body: 'bad gateway' } : { status: 200 }));

@@ -159,8 +159,8 @@ describe('limits', () => {
 
 describe('transport', () => {
   it('refuses plain HTTP off loopback unless allowed', () => {
-    expect(() => createServer({ port: 0, host: '0.0.0.0', tls: null, allowInsecureHttp: false, trustProxy: false }, quietLogger())).toThrow(/Refusing to serve plain HTTP/);
-    expect(() => createServer({ port: 0, host: '0.0.0.0', tls: null, allowInsecureHttp: true, trustProxy: false }, quietLogger())).not.toThrow();
-    expect(() => createServer({ port: 0, host: '127.0.0.1', tls: null, allowInsecureHttp: false, trustProxy: false }, quietLogger())).not.toThrow();
+    expect(() => createServer({ port: 0, host: '0.0.0.0', tls: null, allowInsecureHttp: false, trustProxy: false, requestTimeoutMs: 60_000, shutdownGraceMs: 5000 }, quietLogger())).toThrow(/Refusing to serve plain HTTP/);
+    expect(() => createServer({ port: 0, host: '0.0.0.0', tls: null, allowInsecureHttp: true, trustProxy: false, requestTimeoutMs: 60_000, shutdownGraceMs: 5000 }, quietLogger())).not.toThrow();
+    expect(() => createServer({ port: 0, host: '127.0.0.1', tls: null, allowInsecureHttp: false, trustProxy: false, requestTimeoutMs: 60_000, shutdownGraceMs: 5000 }, quietLogger())).not.toThrow();
   });
 });
