@@ -68,8 +68,10 @@ export class Dispatcher {
     private readonly log: Logger,
   ) {
     const retryPerUrl = Math.max(1, Math.ceil(options.urlConcurrency / 4));
-    // As many connections as a URL may have requests in flight (a pool left unbounded opens
-    // more, for requests that come while a finished one's socket is still being checked).
+    // A pool per callback URL id (URLs sharing a receiver's text each have theirs), with as many
+    // connections as the URL may have requests in flight in both lanes: a request never waits
+    // for a connection beyond what its lane allows (a pool left unbounded opens more, for
+    // requests that come while a finished one's socket is still being checked).
     this.#http = new HttpDelivery({ allowList: parseAllowList(options.allowList), deadlineMs: options.timeoutMs, connectionsPerUrl: options.urlConcurrency + retryPerUrl });
     // A claim outlives its request (bounded by the deadline) and the write of its outcome.
     const leaseMs = 2 * options.timeoutMs + 1000;
@@ -190,7 +192,7 @@ export class Dispatcher {
     const body = row.target.version === 2 ? `[${row.body}]` : row.body;
     const headers = signatureHeaders(this.#key(row.target.secret), row.webhookId, body);
     const attemptedAt = new Date();
-    const http = await this.#http.post(row.target.url, { ...headers }, body);
+    const http = await this.#http.post(row.target.url, { ...headers }, body, String(row.urlId));
     this.#writer.push({ delivery: row, http, attemptedAt });
     return http;
   }
