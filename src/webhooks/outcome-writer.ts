@@ -12,9 +12,12 @@ import { type AttemptRow, attemptRow, insertAttempts } from './attempt-rows.js';
 /**
  * Records what came of each attempt, many at a time in one short transaction (never across an
  * HTTP call): the attempt rows; delivered rows removed; failed ones rescheduled on the retry
- * lane; a URL's last success and failure streak kept. A delivery out of retries kills its URL
- * when no success of the URL came after that delivery first failed (it is then rerouted with the
- * URL's other pending rows); otherwise the delivery alone expires. Each row is written only by
+ * lane; a URL's last success and failure streak kept. A URL dies when it has failed, with no
+ * success since, for the retry schedule's whole window (`failing_since` that long ago), however
+ * far its deliveries are in their retries (under a backlog they wait for the URL's few slots);
+ * and when a delivery out of retries finds no success of its URL since that delivery first
+ * failed. A dead URL's pending rows are rerouted; a delivery out of retries whose URL worked
+ * since expires alone. Each row is written only by
  * the holder of its claim, so a worker whose lease ran out cannot undo another's work: its
  * attempt is still recorded (delivered or failed: the request was made), but it neither expires
  * the delivery nor kills the URL — the row's new holder decides that.
@@ -144,6 +147,13 @@ export class OutcomeWriter {
           FOR UPDATE OF w`.execute(trx);
         for (const r of locked.rows) held.add(r.id);
       }
+      // Per URL: its last success, and its first failure after that (only a claim holder's failure counts).
+      const urlHealth = healthOf(batch, isHeld);
+      const healthy = [...urlHealth]
+        .flatMap(([id, h]) => (h.lastOk !== null ? [{ id, at: h.lastOk, failingSince: h.failingSince }] : []))
+        .filter((h) => h.failingSince !== null || this.#failedSince.has(h.id) || h.at.getTime() - (this.#successWritten.get(h.id) ?? 0) >= this.#successEveryMs)
+        .map((h) => ({ id: h.id, at: h.at.toISOString(), failing_since: h.failingSince?.toISOString() ?? null }));
+      const failing = [...urlHealth].flatMap(([id, h]) => (h.lastOk === null && h.failingSince !== null ? [{ id, at: h.failingSince.toISOString() }] : []));
       // Out of retries: the URL dies if it has not worked since this delivery first failed.
       const killed = new Set<string>();
       for (const r of batch) {
@@ -154,6 +164,17 @@ export class OutcomeWriter {
           WHERE id = ${r.delivery.urlId} AND status = 'alive' AND (last_success_at IS NULL OR last_success_at < ${since})
           RETURNING id`.execute(trx);
         if (k.rows.length > 0) killed.add(String(r.delivery.urlId));
+      }
+      // Failing, with no success, for the whole window: dead, whatever its deliveries' attempts.
+      if (failing.length > 0) {
+        const k = await sql<{ id: string }>`
+          UPDATE callback_urls AS u SET status = 'dead', dead_since = now(), updated_at = now()
+          FROM json_to_recordset(${JSON.stringify(failing)}::json) AS x(id bigint, at timestamptz)
+          WHERE u.id = x.id AND u.status = 'alive'
+            AND coalesce(u.failing_since, x.at) <= now() - make_interval(secs => ${retryWindowMs(schedule) / 1000}::float8)
+            AND (u.last_success_at IS NULL OR u.last_success_at < coalesce(u.failing_since, x.at))
+          RETURNING u.id::text AS id`.execute(trx);
+        for (const row of k.rows) killed.add(row.id);
       }
       const status = new Map<string, string>();
       if (failedUrls.length > 0) {
@@ -169,16 +190,10 @@ export class OutcomeWriter {
       const removed: { id: string; claim: string }[] = [];
       const released: { id: string; claim: string }[] = [];
       const retries: { id: string; claim: string; attempts: number; delay_ms: number; failed_at: string }[] = [];
-      const urlHealth = new Map<string, { ok: boolean; at: Date }>();
       for (const r of batch) {
         const d = r.delivery;
         const attempt = d.attempts + 1;
         let outcome: AttemptOutcome = 'delivered';
-        // Per URL: its last success, and its first failure after that.
-        const health = urlHealth.get(String(d.urlId));
-        const done = new Date(r.attemptedAt.getTime() + r.http.latencyMs);
-        if (r.http.ok) urlHealth.set(String(d.urlId), { ok: true, at: done });
-        else if (health === undefined || health.ok) urlHealth.set(String(d.urlId), { ok: false, at: r.attemptedAt });
         if (!isHeld(r)) {
           // Claimed by another worker since (this one's lease ran out): the attempt is only recorded.
           outcome = r.http.ok ? 'delivered' : 'failed';
@@ -233,13 +248,10 @@ export class OutcomeWriter {
         await sql`UPDATE webhook_deliveries AS w SET claim = NULL, claimed_until = NULL
           FROM unnest(${released.map((r) => r.id)}::bigint[], ${released.map((r) => r.claim)}::text[]) AS x(id, claim) WHERE w.id = x.id AND w.claim = x.claim`.execute(trx);
       }
-      const healthy = [...urlHealth]
-        .filter(([id, h]) => h.ok && (this.#failedSince.has(id) || h.at.getTime() - (this.#successWritten.get(id) ?? 0) >= this.#successEveryMs))
-        .map(([id, h]) => ({ id, at: h.at.toISOString() }));
-      const failing = [...urlHealth].filter(([, h]) => !h.ok).map(([id, h]) => ({ id, at: h.at.toISOString() }));
       if (healthy.length > 0) {
-        await sql`UPDATE callback_urls AS u SET failing_since = NULL, last_success_at = greatest(u.last_success_at, x.at)
-          FROM json_to_recordset(${JSON.stringify(healthy)}::json) AS x(id bigint, at timestamptz) WHERE u.id = x.id`.execute(trx);
+        // A success ends the URL's failure streak; a failure after it in this batch starts the next.
+        await sql`UPDATE callback_urls AS u SET failing_since = x.failing_since, last_success_at = greatest(u.last_success_at, x.at)
+          FROM json_to_recordset(${JSON.stringify(healthy)}::json) AS x(id bigint, at timestamptz, failing_since timestamptz) WHERE u.id = x.id`.execute(trx);
       }
       if (failing.length > 0) {
         await sql`UPDATE callback_urls AS u SET failing_since = x.at FROM json_to_recordset(${JSON.stringify(failing)}::json) AS x(id bigint, at timestamptz)
@@ -251,7 +263,8 @@ export class OutcomeWriter {
     });
     for (const h of written.healthy) {
       this.#successWritten.set(h.id, Date.parse(h.at));
-      this.#failedSince.delete(h.id);
+      if (h.failing_since === null) this.#failedSince.delete(h.id);
+      else this.#failedSince.add(h.id);
     }
     for (const f of written.failing) this.#failedSince.add(f.id);
 
@@ -264,6 +277,28 @@ export class OutcomeWriter {
     for (const r of batch) observeLatency(s.latencyMs, r.http.latencyMs);
     return written.dead;
   }
+}
+
+/**
+ * Per URL, from a batch's results in the order they came: its last success (when the answer
+ * came) and the start of its first failed attempt after that (or of its first, with none).
+ * Failures count only where the claim is still held (`counts`): a worker whose lease ran out
+ * (frozen a while) may bring an old failure that says nothing of the URL now.
+ */
+function healthOf(batch: readonly AttemptResult[], counts: (r: AttemptResult) => boolean): Map<string, { lastOk: Date | null; failingSince: Date | null }> {
+  const health = new Map<string, { lastOk: Date | null; failingSince: Date | null }>();
+  for (const r of batch) {
+    if (!r.http.ok && !counts(r)) continue;
+    const id = String(r.delivery.urlId);
+    const h = health.get(id) ?? { lastOk: null, failingSince: null };
+    health.set(id, h);
+    if (r.http.ok) {
+      const done = new Date(r.attemptedAt.getTime() + r.http.latencyMs);
+      if (h.lastOk === null || done > h.lastOk) h.lastOk = done;
+      h.failingSince = null;
+    } else h.failingSince ??= r.attemptedAt;
+  }
+  return health;
 }
 
 interface FreshRow {
