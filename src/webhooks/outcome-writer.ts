@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
-import { describeError } from '../db/errors.js';
+import { describeError, isDataError } from '../db/errors.js';
 import type { AttemptOutcome, Database } from '../db/schema.js';
 import type { Logger } from '../logger.js';
 import { type DispatcherStats, observeLatency } from './dispatcher-stats.js';
@@ -101,25 +101,58 @@ export class OutcomeWriter {
     });
   }
 
+  /**
+   * Writes the queue, a batch per transaction, retrying a batch the database could not take.
+   * A batch it refused as data (a value out of range, a constraint) would fail the same way
+   * forever and hold back every later outcome, all tenants': its results are written one at a
+   * time instead, and one refused on its own is dropped with an error in the log. Its outbox
+   * row stays claimed until its lease ends and is then sent again (at-least-once); a direct
+   * first attempt's is let go, so the low-water mark can move on.
+   */
   async #flushAll(): Promise<void> {
     let failures = 0;
+    /** Results and hand-offs still to write one at a time, after a batch refused as data. */
+    let alone = 0;
     while (this.#queue.length > 0 || this.#handoffs.length > 0) {
-      const batch = this.#queue.slice(0, this.options.maxBatch);
-      const handoffs = this.#handoffs.slice(0, this.options.maxBatch);
+      const size = alone > 0 ? 1 : this.options.maxBatch;
+      const batch = this.#queue.slice(0, size);
+      const handoffs = alone > 0 && batch.length > 0 ? [] : this.#handoffs.slice(0, size);
+      const items = batch.length + handoffs.length;
       try {
         const dead = await this.write(batch, handoffs);
-        this.#queue.splice(0, batch.length);
-        this.#handoffs.splice(0, handoffs.length);
+        this.#taken(batch, handoffs);
         failures = 0;
-        const done = directPositions([...batch.map((r) => r.delivery), ...handoffs]);
-        if (done.length > 0) this.onDirectDone(done);
+        alone = Math.max(0, alone - items);
         if (dead.length > 0) this.onDeadUrls(dead);
       } catch (err) {
+        if (isDataError(err)) {
+          if (items > 1 && alone === 0) {
+            this.log.warn({ err: describeError(err), results: batch.length, handoffs: handoffs.length }, 'webhook outcomes refused by the database; writing them one at a time');
+            alone = items;
+            continue;
+          }
+          const d = batch[0]?.delivery ?? handoffs[0];
+          this.log.error(
+            { err: describeError(err), delivery: d?.webhookId, urlId: String(d?.urlId), outcome: batch[0]?.http.ok === true ? 'delivered' : 'failed' },
+            'webhook outcome refused by the database; dropped (an outbox row is sent again after its lease)',
+          );
+          this.#taken(batch, handoffs);
+          alone = Math.max(0, alone - items);
+          continue;
+        }
         failures += 1;
         this.log.warn({ err: describeError(err), results: batch.length }, 'cannot record webhook attempts; retrying');
         await sleep(Math.min(10_000, 100 * 2 ** Math.min(failures, 7)));
       }
     }
+  }
+
+  /** Takes written (or dropped) results and hand-offs off the queues; their direct first attempts are done. */
+  #taken(batch: readonly AttemptResult[], handoffs: readonly ClaimedDelivery[]): void {
+    this.#queue.splice(0, batch.length);
+    this.#handoffs.splice(0, handoffs.length);
+    const done = directPositions([...batch.map((r) => r.delivery), ...handoffs]);
+    if (done.length > 0) this.onDirectDone(done);
   }
 
   /** One transaction for `batch` (and direct first attempts handed off); returns the URLs found dead (to reroute). */
@@ -241,7 +274,7 @@ export class OutcomeWriter {
           UPDATE webhook_deliveries AS w
           SET attempts = x.attempts, retry = true, claim = NULL, claimed_until = NULL, due_at = now() + make_interval(secs => x.delay_ms / 1000.0),
               first_failed_at = coalesce(w.first_failed_at, x.failed_at)
-          FROM json_to_recordset(${JSON.stringify(retries)}::json) AS x(id bigint, claim text, attempts integer, delay_ms integer, failed_at timestamptz)
+          FROM json_to_recordset(${JSON.stringify(retries)}::json) AS x(id bigint, claim text, attempts integer, delay_ms bigint, failed_at timestamptz)
           WHERE w.id = x.id AND w.claim = x.claim`.execute(trx);
       }
       if (released.length > 0) {
@@ -337,7 +370,7 @@ async function insertFreshRows(db: Kysely<Database>, rows: readonly FreshRow[]):
     SELECT x.api_key_id, x.url_id, x.webhook_id, ARRAY[x.body], ARRAY[x.position], x.bytes, x.retry, x.attempts,
       now() + make_interval(secs => x.delay_ms / 1000.0), x.failed_at
     FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(api_key_id bigint, url_id bigint, webhook_id text, body text, position bigint, bytes integer,
-      retry boolean, attempts integer, delay_ms integer, failed_at timestamptz)
+      retry boolean, attempts integer, delay_ms bigint, failed_at timestamptz)
     RETURNING id::text AS id, url_id::text AS url_id, webhook_id`.execute(db);
   if (rows.some((r) => !r.retry)) await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(db);
   return new Map(result.rows.map((r) => [`${r.url_id}:${r.webhook_id}`, r.id]));

@@ -1,4 +1,7 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_RETRY_DELAY_SECONDS } from '../../../src/config.js';
 import type { Db } from '../../../src/db/connect.js';
 import { emptyStats } from '../../../src/webhooks/dispatcher-stats.js';
 import type { HttpOutcome } from '../../../src/webhooks/http-delivery.js';
@@ -12,7 +15,8 @@ import { hook, urlStatus } from './fixture.js';
  * The outcome writer acts only on rows whose claim it still holds: a worker whose lease ran out
  * while its request was in flight (frozen, or waiting out a database outage) records its attempt
  * as what it was, and leaves the decisions — expiring the delivery, killing the URL — to the
- * row's new holder.
+ * row's new holder. Retry delays as long as the configuration allows are written; a result the
+ * database refuses as data holds back no other outcome.
  */
 
 const SCHEDULE = [0.05];
@@ -76,5 +80,48 @@ describe('webhook outcomes and claims', () => {
     expect(r.status).toBe('alive');
     expect(r.stats.expired + r.stats.urlsDied).toBe(0);
     expect(r.stats.failedAttempts).toBe(1);
+  });
+});
+
+describe('outcomes the database could refuse', () => {
+  const newStats = () => emptyStats({ held: false, position: '0', batches: 0, eventsRead: 0, eventsEnqueued: 0, deliveriesEnqueued: 0, recovered: 0, paced: 0, errors: 0 });
+
+  /** A delivery of a fresh URL claimed with its first attempt to come; `direct`: sent straight from the log instead (no outbox row). */
+  async function firstTry(tenant: string, direct: boolean): Promise<ClaimedDelivery> {
+    const url = await hook(db, tenant, { EventType: 'sent', Url: `http://127.0.0.1:9/hook/${tenant}` });
+    await insertDeliveries(db.kysely, [{ apiKeyId: BigInt(tenant), urlId: url.id, webhookId: `msg_${tenant}`, events: ['{"event":"sent"}'], positions: [1n], bytes: 16, delayMs: 0 }]);
+    const [row] = await claimDue(db.kysely, { retry: false, limit: 10, perUrl: 10, room: new Map(), after: url.id - 1n, leaseMs: 60_000, claim: `w-${tenant}` });
+    if (row === undefined || row.urlId !== url.id) throw new Error('the delivery was not claimed');
+    if (!direct) return row;
+    await db.kysely.deleteFrom('webhook_deliveries').where('id', '=', row.id).execute();
+    return { ...row, id: 0n, direct: BigInt(tenant), claim: '' };
+  }
+
+  it('writes the longest retry delay the configuration allows, with a Retry-After stretching it (past 2^31 ms)', async () => {
+    const outbox = await firstTry('51', false);
+    const direct = await firstTry('52', true);
+    const writer = new OutcomeWriter(db.kysely, { retryScheduleSeconds: [MAX_RETRY_DELAY_SECONDS], maxBatch: 10, lingerMs: 1 }, newStats(), quietLogger(), () => undefined);
+    const http: HttpOutcome = { ...FAILED, statusCode: 503, retryAfterMs: 10 ** 12 };
+    await writer.write([{ delivery: outbox, http, attemptedAt: new Date() }, { delivery: direct, http, attemptedAt: new Date() }]);
+    const due = await sql<{ url_id: string; days: number }>`
+      SELECT url_id::text, extract(epoch FROM due_at - now()) / 86400 AS days FROM webhook_deliveries WHERE url_id IN (${outbox.urlId}, ${direct.urlId}) AND retry ORDER BY url_id`.execute(db.kysely);
+    expect(due.rows.map((r) => r.url_id)).toEqual([String(outbox.urlId), String(direct.urlId)]);
+    for (const r of due.rows) expect(Number(r.days)).toBeGreaterThan(30);
+  });
+
+  it('a result the database refuses as data is dropped alone; the others are written', async () => {
+    const poison = await firstTry('53', false);
+    const good = await firstTry('54', false);
+    const writer = new OutcomeWriter(db.kysely, { retryScheduleSeconds: [1], maxBatch: 10, lingerMs: 1 }, newStats(), quietLogger(), () => undefined);
+    // A status code past the integer column's range: the whole batch's insert is refused (22003).
+    writer.push({ delivery: poison, http: { ...FAILED, statusCode: 2 ** 31 }, attemptedAt: new Date() });
+    writer.push({ delivery: good, http: { ...FAILED, statusCode: 200, ok: true, errorClass: null }, attemptedAt: new Date() });
+    const drained = await Promise.race([writer.drain().then(() => 'drained'), sleep(10_000).then(() => 'still retrying after 10 s')]);
+    expect(drained).toBe('drained');
+    const attempts = await db.kysely.selectFrom('webhook_attempts').select(['url_id', 'outcome']).where('url_id', 'in', [poison.urlId, good.urlId]).execute();
+    expect(attempts).toEqual([{ url_id: good.urlId, outcome: 'delivered' }]);
+    // The refused one's row stays claimed, to be sent again when its lease ends.
+    const left = await db.kysely.selectFrom('webhook_deliveries').select(['url_id', 'claim']).where('url_id', 'in', [poison.urlId, good.urlId]).execute();
+    expect(left).toEqual([{ url_id: poison.urlId, claim: poison.claim }]);
   });
 });
