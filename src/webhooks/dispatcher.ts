@@ -43,6 +43,8 @@ export interface DispatcherOptions {
   readonly fanOutBatchSize: number;
   /** Attempt records older than this are deleted (0 keeps them). */
   readonly attemptsRetentionDays: number;
+  /** How long `stop` waits for outcomes to be written (DRAIN_MS by default). */
+  readonly drainMs?: number;
 }
 
 const MAINTENANCE_MS = 60_000;
@@ -138,8 +140,11 @@ export class Dispatcher {
     this.#timers.clear();
     await this.#fanOut.stop();
     await Promise.all([this.#first.stop(), this.#retry.stop()]);
-    // Outcomes not written by then are repeated after their claims expire (at-least-once).
-    await Promise.race([this.#writer.drain(), sleep(DRAIN_MS, undefined, { ref: false })]);
+    // Outcomes not written by then are repeated after their claims expire, or by the next
+    // fan-out holder's recovery for first attempts sent from the log (at-least-once); the writer
+    // stops trying (the database is about to be closed, and its retries would keep the process alive).
+    await Promise.race([this.#writer.drain(), sleep(this.options.drainMs ?? DRAIN_MS, undefined, { ref: false })]);
+    this.#writer.stop();
     await Promise.all([...this.#reroutes.values()]);
     await this.#outbox.stop();
     await this.#http.close();

@@ -57,6 +57,9 @@ export class OutcomeWriter {
   readonly #successEveryMs: number;
   #flushing: Promise<void> | null = null;
   #timer: NodeJS.Timeout | null = null;
+  #stopped = false;
+  /** Cuts short the wait before a write is tried again, on stop. */
+  readonly #stopping = new AbortController();
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -72,6 +75,7 @@ export class OutcomeWriter {
   }
 
   push(result: AttemptResult): void {
+    if (this.#stopped) return;
     this.#queue.push(result);
     if (this.#queue.length >= this.options.maxBatch) this.#kick();
     else this.#timer ??= setTimeout(() => this.#kick(), this.options.lingerMs);
@@ -79,22 +83,38 @@ export class OutcomeWriter {
 
   /** A direct first attempt this process will not send: written as an outbox row, due now. */
   handOff(row: ClaimedDelivery): void {
+    if (this.#stopped) return;
     this.#handoffs.push(row);
     this.#timer ??= setTimeout(() => this.#kick(), this.options.lingerMs);
   }
 
-  /** Writes everything queued (retrying until the database takes it). */
+  /** Writes everything queued (retrying until the database takes it, or the writer is stopped). */
   async drain(): Promise<void> {
-    while (this.#queue.length > 0 || this.#handoffs.length > 0 || this.#flushing !== null) {
+    while (!this.#stopped && (this.#queue.length > 0 || this.#handoffs.length > 0 || this.#flushing !== null)) {
       this.#kick();
       await this.#flushing;
     }
   }
 
+  /**
+   * Writes nothing more: a write under way ends, none is tried again, what is queued is let go.
+   * Those outcomes are not lost: an outbox row is claimable again when its claim's lease ends,
+   * and a direct first attempt, never marked done, is sent again by the next fan-out holder's
+   * recovery (first-attempts-ledger.ts).
+   */
+  stop(): void {
+    this.#stopped = true;
+    this.#stopping.abort();
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#queue = [];
+    this.#handoffs = [];
+  }
+
   #kick(): void {
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
-    if (this.#flushing !== null || (this.#queue.length === 0 && this.#handoffs.length === 0)) return;
+    if (this.#stopped || this.#flushing !== null || (this.#queue.length === 0 && this.#handoffs.length === 0)) return;
     this.#flushing = this.#flushAll().finally(() => {
       this.#flushing = null;
       if (this.#queue.length > 0 || this.#handoffs.length > 0) this.#kick();
@@ -113,7 +133,7 @@ export class OutcomeWriter {
     let failures = 0;
     /** Results and hand-offs still to write one at a time, after a batch refused as data. */
     let alone = 0;
-    while (this.#queue.length > 0 || this.#handoffs.length > 0) {
+    while (!this.#stopped && (this.#queue.length > 0 || this.#handoffs.length > 0)) {
       const size = alone > 0 ? 1 : this.options.maxBatch;
       const batch = this.#queue.slice(0, size);
       const handoffs = alone > 0 && batch.length > 0 ? [] : this.#handoffs.slice(0, size);
@@ -141,8 +161,9 @@ export class OutcomeWriter {
           continue;
         }
         failures += 1;
+        if (this.#stopped) return;
         this.log.warn({ err: describeError(err), results: batch.length }, 'cannot record webhook attempts; retrying');
-        await sleep(Math.min(10_000, 100 * 2 ** Math.min(failures, 7)));
+        await sleep(Math.min(10_000, 100 * 2 ** Math.min(failures, 7)), undefined, { signal: this.#stopping.signal }).catch(() => {});
       }
     }
   }

@@ -9,14 +9,19 @@ import { type ClaimedDelivery, claimDue, insertDeliveries } from '../../../src/w
 import { OutcomeWriter } from '../../../src/webhooks/outcome-writer.js';
 import { openMigratedDb } from '../../support/databases.js';
 import { quietLogger } from '../../support/harness.js';
-import { hook, urlStatus } from './fixture.js';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { append } from '../../support/projections.js';
+import { waitFor } from '../../support/harness.js';
+import { hook, startDispatcher, urlStatus } from './fixture.js';
 
 /**
  * The outcome writer acts only on rows whose claim it still holds: a worker whose lease ran out
  * while its request was in flight (frozen, or waiting out a database outage) records its attempt
  * as what it was, and leaves the decisions — expiring the delivery, killing the URL — to the
  * row's new holder. Retry delays as long as the configuration allows are written; a result the
- * database refuses as data holds back no other outcome.
+ * database refuses as data holds back no other outcome. A stopped dispatcher's writer stops
+ * trying; what it could not write is sent again later.
  */
 
 const SCHEDULE = [0.05];
@@ -123,5 +128,54 @@ describe('outcomes the database could refuse', () => {
     // The refused one's row stays claimed, to be sent again when its lease ends.
     const left = await db.kysely.selectFrom('webhook_deliveries').select(['url_id', 'claim']).where('url_id', 'in', [poison.urlId, good.urlId]).execute();
     expect(left).toEqual([{ url_id: poison.urlId, claim: poison.claim }]);
+  });
+});
+
+describe('a stopped dispatcher', () => {
+  const ids: string[] = [];
+  const held: http.ServerResponse[] = [];
+  const server = http.createServer((req, res) => {
+    ids.push(String(req.headers['webhook-id']));
+    req.resume().on('end', () => held.push(res));
+  });
+  const answer = () => held.splice(0).forEach((res) => res.writeHead(200, { 'content-length': '2' }).end('ok'));
+  beforeAll(() => new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve)));
+  afterAll(async () => {
+    answer();
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('writes no outcome after its stop; the first attempt whose outcome it could not write is sent again by the next one', async () => {
+    const url = await hook(db, '61', { EventType: 'open', Url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/stop` });
+    const attemptsOfUrl = async () =>
+      Number((await sql<{ n: string }>`SELECT count(*) AS n FROM webhook_attempts WHERE url_id = ${url.id}`.execute(db.kysely)).rows[0]?.n);
+    const first = await startDispatcher(db, { drainMs: 300 });
+    await append(db, '61', [{ event: 'open', time: 1_433_334_000, MessageID: '6100', email: 'stop@example.com', EventID: 'stop-1' }]);
+    await waitFor('the request at the receiver', async () => held.length === 1);
+    // The outcome cannot be written (its table is away) until after the stop.
+    await sql`ALTER TABLE webhook_attempts RENAME TO webhook_attempts_away`.execute(db.kysely);
+    answer();
+    await first.stop();
+    await sql`ALTER TABLE webhook_attempts_away RENAME TO webhook_attempts`.execute(db.kysely);
+    // The writer of the code before went on retrying, and wrote it a moment later.
+    const late = await waitFor('an outcome written after the stop', async () => (await attemptsOfUrl()) > 0, 3000).then(
+      () => true,
+      () => false,
+    );
+    expect(late).toBe(false);
+
+    const second = await startDispatcher(db);
+    try {
+      await waitFor('the request sent again', async () => held.length === 1);
+      answer();
+      // (The outbox holds the tests' rows above: the attempt row is what tells.)
+      await waitFor('the outcome written', async () => (await attemptsOfUrl()) === 1);
+      expect(ids).toHaveLength(2);
+      expect(ids[1]).toBe(ids[0]);
+      expect(await attemptsOfUrl()).toBe(1);
+    } finally {
+      await second.stop();
+    }
   });
 });
