@@ -12,13 +12,13 @@ import { type AttemptRow, attemptRow, insertAttempts } from './attempt-rows.js';
 /**
  * Records what came of each attempt, many at a time in one short transaction (never across an
  * HTTP call): the attempt rows; delivered rows removed; failed ones rescheduled on the retry
- * lane; a URL's last success and failure streak kept. A URL dies when it has failed, with no
- * success since, for the retry schedule's whole window (`failing_since` that long ago), however
- * far its deliveries are in their retries (under a backlog they wait for the URL's few slots);
- * and when a delivery out of retries finds no success of its URL since that delivery first
- * failed. A dead URL's pending rows are rerouted; a delivery out of retries whose URL worked
- * since expires alone. Each row is written only by
- * the holder of its claim, so a worker whose lease ran out cannot undo another's work: its
+ * lane; a URL's last success and failure streak kept. A URL dies when a retry of it fails and
+ * it has failed, with no success since, for the retry schedule's whole window (`failing_since`
+ * that long ago), however far its deliveries are in their retries (under a backlog they wait
+ * for the URL's few slots); and when a delivery out of retries finds no success of its URL
+ * since that delivery first failed. A dead URL's pending rows are rerouted; a delivery out of
+ * retries whose URL worked since expires alone. Each row is written only by the holder of its
+ * claim, so a worker whose lease ran out cannot undo another's work: its
  * attempt is still recorded (delivered or failed: the request was made), but it neither expires
  * the delivery nor kills the URL — the row's new holder decides that.
  *
@@ -220,10 +220,13 @@ export class OutcomeWriter {
         if (k.rows.length > 0) killed.add(String(r.delivery.urlId));
       }
       // Failing, with no success, for the whole window: dead, whatever its deliveries' attempts.
-      if (failing.length > 0) {
+      // Asked when a retry fails (a URL is never dead from one attempt, however long it took).
+      const retried = new Set(batch.filter((r) => !r.http.ok && r.delivery.attempts > 0 && isHeld(r)).map((r) => String(r.delivery.urlId)));
+      const overdue = failing.filter((f) => retried.has(f.id));
+      if (overdue.length > 0) {
         const k = await sql<{ id: string }>`
           UPDATE callback_urls AS u SET status = 'dead', dead_since = now(), updated_at = now()
-          FROM json_to_recordset(${JSON.stringify(failing)}::json) AS x(id bigint, at timestamptz)
+          FROM json_to_recordset(${JSON.stringify(overdue)}::json) AS x(id bigint, at timestamptz)
           WHERE u.id = x.id AND u.status = 'alive'
             AND coalesce(u.failing_since, x.at) <= now() - make_interval(secs => ${retryWindowMs(schedule) / 1000}::float8)
             AND (u.last_success_at IS NULL OR u.last_success_at < coalesce(u.failing_since, x.at))
