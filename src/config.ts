@@ -38,13 +38,19 @@ const natsServers = z
     message: 'must be a comma-separated list of nats://host:port (or host:port)',
   });
 
+/** The longest delay one retry may wait: 30 days (a Retry-After may stretch it by an hour more). */
+export const MAX_RETRY_DELAY_SECONDS = 30 * 86_400;
+
 const retrySchedule = z
   .string()
   .transform((v) => v.split(',').map((s) => s.trim()))
   .refine((parts) => parts.length > 0 && parts.every((p) => /^\d+(\.\d+)?$/.test(p)), {
     message: 'must be comma-separated seconds, e.g. 5,30,120',
   })
-  .transform((parts) => parts.map(Number));
+  .transform((parts) => parts.map(Number))
+  .refine((delays) => delays.every((d) => d <= MAX_RETRY_DELAY_SECONDS), {
+    message: `must be comma-separated seconds of at most ${MAX_RETRY_DELAY_SECONDS} (30 days) each`,
+  });
 
 const allowList = z
   .string()

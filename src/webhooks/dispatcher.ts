@@ -43,6 +43,8 @@ export interface DispatcherOptions {
   readonly fanOutBatchSize: number;
   /** Attempt records older than this are deleted (0 keeps them). */
   readonly attemptsRetentionDays: number;
+  /** How long `stop` waits for outcomes to be written (DRAIN_MS by default). */
+  readonly drainMs?: number;
 }
 
 const MAINTENANCE_MS = 60_000;
@@ -68,8 +70,10 @@ export class Dispatcher {
     private readonly log: Logger,
   ) {
     const retryPerUrl = Math.max(1, Math.ceil(options.urlConcurrency / 4));
-    // As many connections as a URL may have requests in flight (a pool left unbounded opens
-    // more, for requests that come while a finished one's socket is still being checked).
+    // A pool per callback URL id (URLs sharing a receiver's text each have theirs), with as many
+    // connections as the URL may have requests in flight in both lanes: a request never waits
+    // for a connection beyond what its lane allows (a pool left unbounded opens more, for
+    // requests that come while a finished one's socket is still being checked).
     this.#http = new HttpDelivery({ allowList: parseAllowList(options.allowList), deadlineMs: options.timeoutMs, connectionsPerUrl: options.urlConcurrency + retryPerUrl });
     // A claim outlives its request (bounded by the deadline) and the write of its outcome.
     const leaseMs = 2 * options.timeoutMs + 1000;
@@ -136,8 +140,11 @@ export class Dispatcher {
     this.#timers.clear();
     await this.#fanOut.stop();
     await Promise.all([this.#first.stop(), this.#retry.stop()]);
-    // Outcomes not written by then are repeated after their claims expire (at-least-once).
-    await Promise.race([this.#writer.drain(), sleep(DRAIN_MS, undefined, { ref: false })]);
+    // Outcomes not written by then are repeated after their claims expire, or by the next
+    // fan-out holder's recovery for first attempts sent from the log (at-least-once); the writer
+    // stops trying (the database is about to be closed, and its retries would keep the process alive).
+    await Promise.race([this.#writer.drain(), sleep(this.options.drainMs ?? DRAIN_MS, undefined, { ref: false })]);
+    this.#writer.stop();
     await Promise.all([...this.#reroutes.values()]);
     await this.#outbox.stop();
     await this.#http.close();
@@ -190,7 +197,7 @@ export class Dispatcher {
     const body = row.target.version === 2 ? `[${row.body}]` : row.body;
     const headers = signatureHeaders(this.#key(row.target.secret), row.webhookId, body);
     const attemptedAt = new Date();
-    const http = await this.#http.post(row.target.url, { ...headers }, body);
+    const http = await this.#http.post(row.target.url, { ...headers }, body, String(row.urlId));
     this.#writer.push({ delivery: row, http, attemptedAt });
     return http;
   }

@@ -208,17 +208,26 @@ export async function enqueueEvents(
   return { deliveries, events: routed, openBatches, claimed };
 }
 
-/** No room for one more (small) event. */
-function isFull(count: number, bytes: number, limits: GroupingLimits): boolean {
-  return count >= limits.maxEvents || bytes + 256 >= limits.maxBytes;
+/**
+ * A Version 2 body's size: `[`, the events (`bytes`, their sizes added up) with a comma between
+ * each two, `]`.
+ */
+function bodyBytes(count: number, bytes: number): number {
+  return count === 0 ? 2 : bytes + count + 1;
 }
 
-/** How many events from `from` fit a batch already holding `count` events and `bytes`. */
+/** No room for one more (small) event. */
+function isFull(count: number, bytes: number, limits: GroupingLimits): boolean {
+  return count >= limits.maxEvents || bodyBytes(count, bytes) + 256 >= limits.maxBytes;
+}
+
+/** How many events from `from` fit a batch already holding `count` events and `bytes` (its body within maxBytes). */
 function fit(sizes: readonly number[], from: number, count: number, bytes: number, limits: GroupingLimits): number {
   let n = 0;
-  let b = bytes + 2;
+  let b = bodyBytes(count, bytes);
   for (let i = from; i < sizes.length; i++) {
-    const size = (sizes[i] ?? 0) + 1;
+    // Every event after the batch's first comes with its comma.
+    const size = (sizes[i] ?? 0) + (count + n > 0 ? 1 : 0);
     if (count + n + 1 > limits.maxEvents || b + size > limits.maxBytes) break;
     n += 1;
     b += size;

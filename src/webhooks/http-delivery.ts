@@ -7,16 +7,17 @@ import { type AllowList, SsrfError, guardedLookup, vetLiteralHost } from './ssrf
  * One POST to a callback URL, bounded in every direction: a single deadline covers connect,
  * TLS, headers and body; at most SNIPPET_BYTES of the answer are kept and at most DRAIN_BYTES
  * read (then the connection is dropped); redirects are answers, never followed; connections
- * are kept alive in a pool per callback URL (URLs sharing an origin never queue behind each
- * other, and a request picks its connection among its URL's few), and open only to addresses
- * the SSRF guard vetted.
+ * are kept alive in a pool per callback URL — per id, not per URL text: callback URLs with the
+ * same text (one receiver for every event type) each have their own pool, so a request never
+ * waits for a connection that another URL's requests hold — and open only to addresses the
+ * SSRF guard vetted.
  */
 
 export interface HttpDeliveryOptions {
   readonly allowList: AllowList;
   /** Connect + TLS + headers + body. */
   readonly deadlineMs: number;
-  /** Connections per URL at most; unlimited by default (the dispatcher's per-URL caps bound the requests in flight). */
+  /** Connections per pool (one callback URL's) at most; unlimited by default (the dispatcher's per-URL caps bound the requests in flight). */
   readonly connectionsPerUrl?: number;
   /** Name resolution (tests swap it to simulate DNS answers). */
   readonly resolve?: typeof dns.lookup;
@@ -51,19 +52,24 @@ interface Endpoint extends Target {
   pool: Pool | null;
 }
 
-/** URLs kept parsed and pooled, by their text; past this many, all are let go (pools closed as their requests end). */
+/** URLs kept parsed and pooled, by their pool key; past this many, all are let go (pools closed as their requests end). */
 const MAX_ENDPOINTS = 10_000;
 
 export class HttpDelivery {
   readonly #connect: buildConnector.connector;
-  readonly #endpoints = new Map<string, Endpoint | null>();
+  /** Pool key → the URL text it was made for and its endpoint (null: not an http(s) URL). */
+  readonly #endpoints = new Map<string, { url: string; endpoint: Endpoint | null }>();
 
   constructor(private readonly options: HttpDeliveryOptions) {
     this.#connect = buildConnector({ timeout: Math.min(options.deadlineMs, 10_000), lookup: guardedLookup(options.allowList, options.resolve) });
   }
 
-  post(url: string, headers: Readonly<Record<string, string>>, body: string): Promise<HttpOutcome> {
-    const endpoint = this.#endpoint(url);
+  /**
+   * `poolKey` names the pool the request uses: the dispatcher gives the callback URL's id, so
+   * each URL has its own connections however many share its text (by default, the text).
+   */
+  post(url: string, headers: Readonly<Record<string, string>>, body: string, poolKey: string = url): Promise<HttpOutcome> {
+    const endpoint = this.#endpoint(poolKey, url);
     if (endpoint === null) return Promise.resolve(failure('invalid_url', 0, 'not an http(s) URL'));
     if (endpoint.pool === null) return Promise.resolve(failure('ssrf_blocked', 0, endpoint.refusal ?? 'refused'));
     const flat = ['content-type', 'application/json', 'user-agent', USER_AGENT];
@@ -81,23 +87,24 @@ export class HttpDelivery {
   }
 
   async close(): Promise<void> {
-    const pools = [...this.#endpoints.values()].flatMap((e) => (e?.pool != null ? [e.pool] : []));
+    const pools = [...this.#endpoints.values()].flatMap((e) => (e.endpoint?.pool != null ? [e.endpoint.pool] : []));
     this.#endpoints.clear();
     await Promise.all(pools.map((p) => p.destroy()));
   }
 
-  #endpoint(url: string): Endpoint | null {
-    let endpoint = this.#endpoints.get(url);
-    if (endpoint === undefined) {
-      if (this.#endpoints.size >= MAX_ENDPOINTS) {
-        for (const e of this.#endpoints.values()) void e?.pool?.close().catch(() => {});
-        this.#endpoints.clear();
-      }
-      const split = splitUrl(url);
-      const refusal = split === null ? null : literalHostRefusal(split.hostname, this.options.allowList);
-      endpoint = split === null ? null : { ...split, refusal, pool: refusal === null ? this.#pool(split.origin) : null };
-      this.#endpoints.set(url, endpoint);
+  #endpoint(key: string, url: string): Endpoint | null {
+    const known = this.#endpoints.get(key);
+    if (known !== undefined && known.url === url) return known.endpoint;
+    // A URL whose text changed (a PUT) lets its old pool go as its requests end.
+    if (known !== undefined) void known.endpoint?.pool?.close().catch(() => {});
+    else if (this.#endpoints.size >= MAX_ENDPOINTS) {
+      for (const e of this.#endpoints.values()) void e.endpoint?.pool?.close().catch(() => {});
+      this.#endpoints.clear();
     }
+    const split = splitUrl(url);
+    const refusal = split === null ? null : literalHostRefusal(split.hostname, this.options.allowList);
+    const endpoint = split === null ? null : { ...split, refusal, pool: refusal === null ? this.#pool(split.origin) : null };
+    this.#endpoints.set(key, { url, endpoint });
     return endpoint;
   }
 

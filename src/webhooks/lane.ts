@@ -19,7 +19,9 @@ import { UrlLimits } from './url-limits.js';
  * their URL has a free slot, or wait in the URL's queue here for one (up to QUEUE_PER_SLOT rows
  * per slot, `queueMs` each): no outbox row, no claim query. One whose time is up in the queue,
  * or still queued when the lane stops, is handed to the outbox (`handOff`) and claimed like
- * any other row.
+ * any other row. While a URL has both, its freed slots alternate between its queue and its due
+ * outbox rows (those handed off, spilled over, replayed, rerouted), so neither waits for the
+ * other to run dry: a slot left for the outbox goes back to the queue when a claim finds none.
  */
 
 export interface LaneOptions {
@@ -69,6 +71,12 @@ export class Lane {
    * so a URL that answers slowly (its queue always full) weighs no more than its slots.
    */
   #backlog = 0;
+  /** URLs with a queue whose next freed slot is left for a claim of their outbox rows. */
+  readonly #outboxTurn = new Set<string>();
+  /** URLs with a queue found with no due outbox rows by a whole sweep, and when (local clock, ms). */
+  readonly #noOutboxRows = new Map<string, number>();
+  /** Slots of URLs with a queue left free for a claim of their outbox rows. */
+  #leftForOutbox = 0;
   /** The fan-out waiting for the backlog to fall below the mark. */
   #roomWaiters: (() => void)[] = [];
   readonly #limits: UrlLimits;
@@ -134,14 +142,16 @@ export class Lane {
     let failures = 0;
     while (!this.#stopped) {
       const free = o.concurrency - this.#total;
-      if (free <= 0 || (this.#total > 0 && free < minClaim)) {
+      if (free <= 0 || (this.#total > 0 && free < minClaim && this.#leftForOutbox === 0)) {
         await this.#wakeup.wait(5);
         continue;
       }
       const room = new Map<string, number>(this.#limits.lowered());
       for (const [url, n] of this.#inFlight) room.set(url, Math.max(0, this.#limits.of(url) - n));
-      // A URL with rows queued here fills its free slots from its queue.
-      for (const url of this.#queues.keys()) room.set(url, 0);
+      // A URL with rows queued here fills its free slots from its queue, but for those it left
+      // for its outbox rows (every other one while it may have some: see #startQueued).
+      for (const url of this.#queues.keys()) room.set(url, Math.max(0, this.#limits.of(url) - (this.#inFlight.get(url) ?? 0)));
+      this.#leftForOutbox = 0;
       const after = this.#cursor;
       const marks = new Map(this.#behind);
       let rows: ClaimedDelivery[];
@@ -157,6 +167,7 @@ export class Lane {
       for (const row of rows) this.#start(row);
       this.#full = o.concurrency - this.#total < minClaim;
       this.#noteBehind(rows, room, after === 0n && rows.length < free ? marks : null);
+      this.#afterOutboxTurn(rows, room, after === 0n && rows.length < free);
       const last = rows.at(-1);
       if (rows.length >= free && last !== undefined) {
         this.#cursor = last.urlId;
@@ -183,9 +194,43 @@ export class Lane {
     }
   }
 
+  /**
+   * After a claim, for the URLs with a queue: one given every slot it had free may have more
+   * outbox rows; after a whole sweep (`swept`), one given fewer has none due now, and its queue
+   * takes the slots back.
+   */
+  #afterOutboxTurn(rows: readonly ClaimedDelivery[], room: ReadonlyMap<string, number>, swept: boolean): void {
+    if (this.#queues.size === 0) return;
+    const got = new Map<string, number>();
+    for (const r of rows) got.set(String(r.urlId), (got.get(String(r.urlId)) ?? 0) + 1);
+    for (const url of [...this.#queues.keys()]) {
+      const asked = room.get(url) ?? 0;
+      if (asked === 0) continue;
+      const n = got.get(url) ?? 0;
+      if (n >= asked) this.#noOutboxRows.delete(url);
+      else if (swept) {
+        this.#noOutboxRows.set(url, Date.now());
+        this.#outboxTurn.delete(url);
+        this.#startQueued(url);
+      }
+    }
+  }
+
+  /** Whether a URL with a queue may have due outbox rows: unless a sweep found none lately (within a poll). */
+  #mayHaveOutboxRows(url: string): boolean {
+    const seen = this.#noOutboxRows.get(url);
+    return seen === undefined || Date.now() - seen > this.options.pollMs;
+  }
+
+  /** A row of this URL goes to the outbox: its next freed slot may be the outbox's turn. */
+  #outboxGains(url: string): void {
+    this.#noOutboxRows.delete(url);
+  }
+
   /** Rows of this URL were left unclaimed at its cap (committed by now): its next finished request claims again. */
   markBehind(urlId: bigint): void {
     this.#behind.set(String(urlId), ++this.#mark);
+    this.#outboxGains(String(urlId));
   }
 
   /**
@@ -300,15 +345,26 @@ export class Lane {
     const now = Date.now();
     const limit = this.#limits.of(url);
     while (queue.length > 0 && !this.#stopped && this.#total < o.concurrency && (this.#inFlight.get(url) ?? 0) < limit) {
+      if (this.#outboxTurn.delete(url)) {
+        // This slot is the outbox rows' turn: left free for a claim.
+        this.#leftForOutbox += 1;
+        this.#wakeup.signal();
+        break;
+      }
       const next = queue.shift() as Queued;
       if (queue.length < o.perUrl) this.#backlog -= 1;
       this.#unpromise(url);
-      if (next.startBy < now) this.handOff(next.row);
-      else this.#start(next.row);
+      if (next.startBy < now) {
+        this.#outboxGains(url);
+        this.handOff(next.row);
+      } else this.#start(next.row);
+      if (this.#mayHaveOutboxRows(url)) this.#outboxTurn.add(url);
     }
     if (this.#roomWaiters.length > 0 && this.#backlog < this.#backlogMark) this.#wakeRoomWaiters();
     if (queue.length > 0) return;
     this.#queues.delete(url);
+    this.#outboxTurn.delete(url);
+    this.#noOutboxRows.delete(url);
   }
 
   #start(row: ClaimedDelivery): void {

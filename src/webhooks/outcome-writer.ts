@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
-import { describeError } from '../db/errors.js';
+import { describeError, isDataError } from '../db/errors.js';
 import type { AttemptOutcome, Database } from '../db/schema.js';
 import type { Logger } from '../logger.js';
 import { type DispatcherStats, observeLatency } from './dispatcher-stats.js';
@@ -12,10 +12,13 @@ import { type AttemptRow, attemptRow, insertAttempts } from './attempt-rows.js';
 /**
  * Records what came of each attempt, many at a time in one short transaction (never across an
  * HTTP call): the attempt rows; delivered rows removed; failed ones rescheduled on the retry
- * lane; a URL's last success and failure streak kept. A delivery out of retries kills its URL
- * when no success of the URL came after that delivery first failed (it is then rerouted with the
- * URL's other pending rows); otherwise the delivery alone expires. Each row is written only by
- * the holder of its claim, so a worker whose lease ran out cannot undo another's work: its
+ * lane; a URL's last success and failure streak kept. A URL dies when a retry of it fails and
+ * it has failed, with no success since, for the retry schedule's whole window (`failing_since`
+ * that long ago), however far its deliveries are in their retries (under a backlog they wait
+ * for the URL's few slots); and when a delivery out of retries finds no success of its URL
+ * since that delivery first failed. A dead URL's pending rows are rerouted; a delivery out of
+ * retries whose URL worked since expires alone. Each row is written only by the holder of its
+ * claim, so a worker whose lease ran out cannot undo another's work: its
  * attempt is still recorded (delivered or failed: the request was made), but it neither expires
  * the delivery nor kills the URL — the row's new holder decides that.
  *
@@ -54,6 +57,9 @@ export class OutcomeWriter {
   readonly #successEveryMs: number;
   #flushing: Promise<void> | null = null;
   #timer: NodeJS.Timeout | null = null;
+  #stopped = false;
+  /** Cuts short the wait before a write is tried again, on stop. */
+  readonly #stopping = new AbortController();
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -69,6 +75,7 @@ export class OutcomeWriter {
   }
 
   push(result: AttemptResult): void {
+    if (this.#stopped) return;
     this.#queue.push(result);
     if (this.#queue.length >= this.options.maxBatch) this.#kick();
     else this.#timer ??= setTimeout(() => this.#kick(), this.options.lingerMs);
@@ -76,47 +83,97 @@ export class OutcomeWriter {
 
   /** A direct first attempt this process will not send: written as an outbox row, due now. */
   handOff(row: ClaimedDelivery): void {
+    if (this.#stopped) return;
     this.#handoffs.push(row);
     this.#timer ??= setTimeout(() => this.#kick(), this.options.lingerMs);
   }
 
-  /** Writes everything queued (retrying until the database takes it). */
+  /** Writes everything queued (retrying until the database takes it, or the writer is stopped). */
   async drain(): Promise<void> {
-    while (this.#queue.length > 0 || this.#handoffs.length > 0 || this.#flushing !== null) {
+    while (!this.#stopped && (this.#queue.length > 0 || this.#handoffs.length > 0 || this.#flushing !== null)) {
       this.#kick();
       await this.#flushing;
     }
   }
 
+  /**
+   * Writes nothing more: a write under way ends, none is tried again, what is queued is let go.
+   * Those outcomes are not lost: an outbox row is claimable again when its claim's lease ends,
+   * and a direct first attempt, never marked done, is sent again by the next fan-out holder's
+   * recovery (first-attempts-ledger.ts).
+   */
+  stop(): void {
+    this.#stopped = true;
+    this.#stopping.abort();
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#queue = [];
+    this.#handoffs = [];
+  }
+
   #kick(): void {
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
-    if (this.#flushing !== null || (this.#queue.length === 0 && this.#handoffs.length === 0)) return;
+    if (this.#stopped || this.#flushing !== null || (this.#queue.length === 0 && this.#handoffs.length === 0)) return;
     this.#flushing = this.#flushAll().finally(() => {
       this.#flushing = null;
       if (this.#queue.length > 0 || this.#handoffs.length > 0) this.#kick();
     });
   }
 
+  /**
+   * Writes the queue, a batch per transaction, retrying a batch the database could not take.
+   * A batch it refused as data (a value out of range, a constraint) would fail the same way
+   * forever and hold back every later outcome, all tenants': its results are written one at a
+   * time instead, and one refused on its own is dropped with an error in the log. Its outbox
+   * row stays claimed until its lease ends and is then sent again (at-least-once); a direct
+   * first attempt's is let go, so the low-water mark can move on.
+   */
   async #flushAll(): Promise<void> {
     let failures = 0;
-    while (this.#queue.length > 0 || this.#handoffs.length > 0) {
-      const batch = this.#queue.slice(0, this.options.maxBatch);
-      const handoffs = this.#handoffs.slice(0, this.options.maxBatch);
+    /** Results and hand-offs still to write one at a time, after a batch refused as data. */
+    let alone = 0;
+    while (!this.#stopped && (this.#queue.length > 0 || this.#handoffs.length > 0)) {
+      const size = alone > 0 ? 1 : this.options.maxBatch;
+      const batch = this.#queue.slice(0, size);
+      const handoffs = alone > 0 && batch.length > 0 ? [] : this.#handoffs.slice(0, size);
+      const items = batch.length + handoffs.length;
       try {
         const dead = await this.write(batch, handoffs);
-        this.#queue.splice(0, batch.length);
-        this.#handoffs.splice(0, handoffs.length);
+        this.#taken(batch, handoffs);
         failures = 0;
-        const done = directPositions([...batch.map((r) => r.delivery), ...handoffs]);
-        if (done.length > 0) this.onDirectDone(done);
+        alone = Math.max(0, alone - items);
         if (dead.length > 0) this.onDeadUrls(dead);
       } catch (err) {
+        if (isDataError(err)) {
+          if (items > 1 && alone === 0) {
+            this.log.warn({ err: describeError(err), results: batch.length, handoffs: handoffs.length }, 'webhook outcomes refused by the database; writing them one at a time');
+            alone = items;
+            continue;
+          }
+          const d = batch[0]?.delivery ?? handoffs[0];
+          this.log.error(
+            { err: describeError(err), delivery: d?.webhookId, urlId: String(d?.urlId), outcome: batch[0]?.http.ok === true ? 'delivered' : 'failed' },
+            'webhook outcome refused by the database; dropped (an outbox row is sent again after its lease)',
+          );
+          this.#taken(batch, handoffs);
+          alone = Math.max(0, alone - items);
+          continue;
+        }
         failures += 1;
+        if (this.#stopped) return;
         this.log.warn({ err: describeError(err), results: batch.length }, 'cannot record webhook attempts; retrying');
-        await sleep(Math.min(10_000, 100 * 2 ** Math.min(failures, 7)));
+        await sleep(Math.min(10_000, 100 * 2 ** Math.min(failures, 7)), undefined, { signal: this.#stopping.signal }).catch(() => {});
       }
     }
+  }
+
+  /** Takes written (or dropped) results and hand-offs off the queues; their direct first attempts are done. */
+  #taken(batch: readonly AttemptResult[], handoffs: readonly ClaimedDelivery[]): void {
+    this.#queue.splice(0, batch.length);
+    this.#handoffs.splice(0, handoffs.length);
+    const done = directPositions([...batch.map((r) => r.delivery), ...handoffs]);
+    if (done.length > 0) this.onDirectDone(done);
   }
 
   /** One transaction for `batch` (and direct first attempts handed off); returns the URLs found dead (to reroute). */
@@ -144,6 +201,13 @@ export class OutcomeWriter {
           FOR UPDATE OF w`.execute(trx);
         for (const r of locked.rows) held.add(r.id);
       }
+      // Per URL: its last success, and its first failure after that (only a claim holder's failure counts).
+      const urlHealth = healthOf(batch, isHeld);
+      const healthy = [...urlHealth]
+        .flatMap(([id, h]) => (h.lastOk !== null ? [{ id, at: h.lastOk, failingSince: h.failingSince }] : []))
+        .filter((h) => h.failingSince !== null || this.#failedSince.has(h.id) || h.at.getTime() - (this.#successWritten.get(h.id) ?? 0) >= this.#successEveryMs)
+        .map((h) => ({ id: h.id, at: h.at.toISOString(), failing_since: h.failingSince?.toISOString() ?? null }));
+      const failing = [...urlHealth].flatMap(([id, h]) => (h.lastOk === null && h.failingSince !== null ? [{ id, at: h.failingSince.toISOString() }] : []));
       // Out of retries: the URL dies if it has not worked since this delivery first failed.
       const killed = new Set<string>();
       for (const r of batch) {
@@ -154,6 +218,20 @@ export class OutcomeWriter {
           WHERE id = ${r.delivery.urlId} AND status = 'alive' AND (last_success_at IS NULL OR last_success_at < ${since})
           RETURNING id`.execute(trx);
         if (k.rows.length > 0) killed.add(String(r.delivery.urlId));
+      }
+      // Failing, with no success, for the whole window: dead, whatever its deliveries' attempts.
+      // Asked when a retry fails (a URL is never dead from one attempt, however long it took).
+      const retried = new Set(batch.filter((r) => !r.http.ok && r.delivery.attempts > 0 && isHeld(r)).map((r) => String(r.delivery.urlId)));
+      const overdue = failing.filter((f) => retried.has(f.id));
+      if (overdue.length > 0) {
+        const k = await sql<{ id: string }>`
+          UPDATE callback_urls AS u SET status = 'dead', dead_since = now(), updated_at = now()
+          FROM json_to_recordset(${JSON.stringify(overdue)}::json) AS x(id bigint, at timestamptz)
+          WHERE u.id = x.id AND u.status = 'alive'
+            AND coalesce(u.failing_since, x.at) <= now() - make_interval(secs => ${retryWindowMs(schedule) / 1000}::float8)
+            AND (u.last_success_at IS NULL OR u.last_success_at < coalesce(u.failing_since, x.at))
+          RETURNING u.id::text AS id`.execute(trx);
+        for (const row of k.rows) killed.add(row.id);
       }
       const status = new Map<string, string>();
       if (failedUrls.length > 0) {
@@ -169,16 +247,10 @@ export class OutcomeWriter {
       const removed: { id: string; claim: string }[] = [];
       const released: { id: string; claim: string }[] = [];
       const retries: { id: string; claim: string; attempts: number; delay_ms: number; failed_at: string }[] = [];
-      const urlHealth = new Map<string, { ok: boolean; at: Date }>();
       for (const r of batch) {
         const d = r.delivery;
         const attempt = d.attempts + 1;
         let outcome: AttemptOutcome = 'delivered';
-        // Per URL: its last success, and its first failure after that.
-        const health = urlHealth.get(String(d.urlId));
-        const done = new Date(r.attemptedAt.getTime() + r.http.latencyMs);
-        if (r.http.ok) urlHealth.set(String(d.urlId), { ok: true, at: done });
-        else if (health === undefined || health.ok) urlHealth.set(String(d.urlId), { ok: false, at: r.attemptedAt });
         if (!isHeld(r)) {
           // Claimed by another worker since (this one's lease ran out): the attempt is only recorded.
           outcome = r.http.ok ? 'delivered' : 'failed';
@@ -226,20 +298,17 @@ export class OutcomeWriter {
           UPDATE webhook_deliveries AS w
           SET attempts = x.attempts, retry = true, claim = NULL, claimed_until = NULL, due_at = now() + make_interval(secs => x.delay_ms / 1000.0),
               first_failed_at = coalesce(w.first_failed_at, x.failed_at)
-          FROM json_to_recordset(${JSON.stringify(retries)}::json) AS x(id bigint, claim text, attempts integer, delay_ms integer, failed_at timestamptz)
+          FROM json_to_recordset(${JSON.stringify(retries)}::json) AS x(id bigint, claim text, attempts integer, delay_ms bigint, failed_at timestamptz)
           WHERE w.id = x.id AND w.claim = x.claim`.execute(trx);
       }
       if (released.length > 0) {
         await sql`UPDATE webhook_deliveries AS w SET claim = NULL, claimed_until = NULL
           FROM unnest(${released.map((r) => r.id)}::bigint[], ${released.map((r) => r.claim)}::text[]) AS x(id, claim) WHERE w.id = x.id AND w.claim = x.claim`.execute(trx);
       }
-      const healthy = [...urlHealth]
-        .filter(([id, h]) => h.ok && (this.#failedSince.has(id) || h.at.getTime() - (this.#successWritten.get(id) ?? 0) >= this.#successEveryMs))
-        .map(([id, h]) => ({ id, at: h.at.toISOString() }));
-      const failing = [...urlHealth].filter(([, h]) => !h.ok).map(([id, h]) => ({ id, at: h.at.toISOString() }));
       if (healthy.length > 0) {
-        await sql`UPDATE callback_urls AS u SET failing_since = NULL, last_success_at = greatest(u.last_success_at, x.at)
-          FROM json_to_recordset(${JSON.stringify(healthy)}::json) AS x(id bigint, at timestamptz) WHERE u.id = x.id`.execute(trx);
+        // A success ends the URL's failure streak; a failure after it in this batch starts the next.
+        await sql`UPDATE callback_urls AS u SET failing_since = x.failing_since, last_success_at = greatest(u.last_success_at, x.at)
+          FROM json_to_recordset(${JSON.stringify(healthy)}::json) AS x(id bigint, at timestamptz, failing_since timestamptz) WHERE u.id = x.id`.execute(trx);
       }
       if (failing.length > 0) {
         await sql`UPDATE callback_urls AS u SET failing_since = x.at FROM json_to_recordset(${JSON.stringify(failing)}::json) AS x(id bigint, at timestamptz)
@@ -251,7 +320,8 @@ export class OutcomeWriter {
     });
     for (const h of written.healthy) {
       this.#successWritten.set(h.id, Date.parse(h.at));
-      this.#failedSince.delete(h.id);
+      if (h.failing_since === null) this.#failedSince.delete(h.id);
+      else this.#failedSince.add(h.id);
     }
     for (const f of written.failing) this.#failedSince.add(f.id);
 
@@ -264,6 +334,28 @@ export class OutcomeWriter {
     for (const r of batch) observeLatency(s.latencyMs, r.http.latencyMs);
     return written.dead;
   }
+}
+
+/**
+ * Per URL, from a batch's results in the order they came: its last success (when the answer
+ * came) and the start of its first failed attempt after that (or of its first, with none).
+ * Failures count only where the claim is still held (`counts`): a worker whose lease ran out
+ * (frozen a while) may bring an old failure that says nothing of the URL now.
+ */
+function healthOf(batch: readonly AttemptResult[], counts: (r: AttemptResult) => boolean): Map<string, { lastOk: Date | null; failingSince: Date | null }> {
+  const health = new Map<string, { lastOk: Date | null; failingSince: Date | null }>();
+  for (const r of batch) {
+    if (!r.http.ok && !counts(r)) continue;
+    const id = String(r.delivery.urlId);
+    const h = health.get(id) ?? { lastOk: null, failingSince: null };
+    health.set(id, h);
+    if (r.http.ok) {
+      const done = new Date(r.attemptedAt.getTime() + r.http.latencyMs);
+      if (h.lastOk === null || done > h.lastOk) h.lastOk = done;
+      h.failingSince = null;
+    } else h.failingSince ??= r.attemptedAt;
+  }
+  return health;
 }
 
 interface FreshRow {
@@ -302,7 +394,7 @@ async function insertFreshRows(db: Kysely<Database>, rows: readonly FreshRow[]):
     SELECT x.api_key_id, x.url_id, x.webhook_id, ARRAY[x.body], ARRAY[x.position], x.bytes, x.retry, x.attempts,
       now() + make_interval(secs => x.delay_ms / 1000.0), x.failed_at
     FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(api_key_id bigint, url_id bigint, webhook_id text, body text, position bigint, bytes integer,
-      retry boolean, attempts integer, delay_ms integer, failed_at timestamptz)
+      retry boolean, attempts integer, delay_ms bigint, failed_at timestamptz)
     RETURNING id::text AS id, url_id::text AS url_id, webhook_id`.execute(db);
   if (rows.some((r) => !r.retry)) await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(db);
   return new Map(result.rows.map((r) => [`${r.url_id}:${r.webhook_id}`, r.id]));

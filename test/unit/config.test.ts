@@ -98,4 +98,10 @@ describe('loadConfig', () => {
     const c = loadConfig({ WEBHOOK_ALLOWLIST: '127.0.0.1/32, hooks.local', WEBHOOK_RETRY_SCHEDULE: '1,2.5,10' });
     expect(c.webhooks).toMatchObject({ allowList: ['127.0.0.1/32', 'hooks.local'], retryScheduleSeconds: [1, 2.5, 10] });
   });
+
+  it('bounds each retry delay (30 days), naming the setting', () => {
+    expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '5,2592000' }).webhooks.retryScheduleSeconds).toEqual([5, 2_592_000]);
+    expect(problems({ WEBHOOK_RETRY_SCHEDULE: '5,2592001' })).toEqual([expect.stringMatching(/^WEBHOOK_RETRY_SCHEDULE must be comma-separated seconds of at most 2592000 \(30 days\) each/)]);
+    expect(problems({ WEBHOOK_RETRY_SCHEDULE: '3000000' })).toHaveLength(1);
+  });
 });

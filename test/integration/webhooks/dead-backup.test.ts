@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../../src/db/connect.js';
 import { getCallbackUrl, updateCallbackUrl } from '../../../src/webhooks/callback-url-store.js';
@@ -9,7 +10,8 @@ import { WebhookReceiver } from '../../support/webhook-receiver.js';
 import { hook, outboxEmpty, startDispatcher, urlStatus } from './fixture.js';
 
 /**
- * With a compressed WEBHOOK_RETRY_SCHEDULE: a URL failing for the whole window turns dead; its
+ * With a compressed WEBHOOK_RETRY_SCHEDULE: a URL failing for the whole window turns dead (with
+ * a backlog too, its deliveries still far from their last retry); its
  * pending and later events go to the alive backup (or, with none, are dropped and say so);
  * PUTting a new Url revives it. A delivery that fails alone while its URL works expires alone.
  */
@@ -22,7 +24,9 @@ let dispatcher: Dispatcher | null = null;
 
 beforeAll(async () => {
   ({ db, cleanup } = await openMigratedDb('postgres'));
-  receiver = await WebhookReceiver.start((r) => (r.path.startsWith('/broken') || r.body.includes('poison') ? { status: 500 } : { status: 200 }));
+  receiver = await WebhookReceiver.start((r) =>
+    r.path.startsWith('/hang') ? { hang: true } : r.path.startsWith('/broken') || r.body.includes('poison') ? { status: 500 } : { status: 200 },
+  );
 });
 afterEach(async () => {
   await dispatcher?.stop();
@@ -78,6 +82,24 @@ describe('dead URLs and backups', () => {
     expect(messageIds('/backup/31')).toEqual(range(0, 20));
     expect(dispatcher.stats.urlsDied).toBe(1);
     expect(dispatcher.stats.rerouted).toBeGreaterThan(0);
+  });
+
+  it('a hanging primary with a backlog turns dead once it has failed for the window, not when a delivery has used every retry', async () => {
+    const schedule = [0.2, 0.2, 0.2];
+    const WINDOW_MS = 600;
+    const primary = await hook(db, '36', { EventType: 'sent', Url: receiver.url('/hang/36') });
+    await hook(db, '36', { EventType: 'sent', Url: receiver.url('/backup/36'), IsBackup: true });
+    dispatcher = await startDispatcher(db, { retryScheduleSeconds: schedule, timeoutMs: 300, urlConcurrency: 4 });
+    await append(db, '36', sends('j', 500, 1000));
+    await waitFor('the primary to turn dead', async () => (await urlStatus(db, primary.id)) === 'dead', 120_000);
+    const { rows } = await sql<{ ms: number }>`
+      SELECT extract(epoch FROM u.dead_since - min(a.attempted_at)) * 1000 AS ms FROM callback_urls u JOIN webhook_attempts a ON a.url_id = u.id
+      WHERE u.id = ${primary.id} GROUP BY u.dead_since`.execute(db.kysely);
+    // A failure written once the window has passed kills the URL (one comes every 300 ms); the
+    // code before waited for one delivery's last retry, behind the backlog's (6.4 s with this backlog).
+    expect(Number(rows[0]?.ms)).toBeLessThan(WINDOW_MS + 2000);
+    await outboxEmpty(db, 60_000);
+    expect([...new Set(messageIds('/backup/36'))]).toEqual(range(500, 1000));
   });
 
   it('a dead Version 2 primary`s pending batches reach a Version 1 backup one event per request', async () => {

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../../src/db/connect.js';
-import { LOG_SELECT, type LogEventForWebhooks, enqueueEvents } from '../../../src/webhooks/enqueue.js';
+import { LOG_SELECT, type LogEventForWebhooks, type OpenBatch, enqueueEvents } from '../../../src/webhooks/enqueue.js';
 import { DIALECTS, openMigratedDb } from '../../support/databases.js';
 import { append } from '../../support/projections.js';
 import { hook } from './fixture.js';
@@ -119,5 +119,30 @@ describe.each(DIALECTS)('Version 1 first attempts sent straight from the log, on
     const stored = await sql<{ webhook_id: string; claim: string | null }>`SELECT webhook_id, claim FROM webhook_deliveries WHERE url_id = ${urlId} ORDER BY id`.execute(db.kysely);
     expect(stored.rows.map((r) => r.webhook_id)).toEqual(rows.slice(2).map((r) => `msg_${r.position}`));
     expect(stored.rows.every((r) => r.claim === null)).toBe(true);
+  });
+});
+
+describe('Version 2 batch size on postgres', () => {
+  let db: Db;
+  let cleanup: () => Promise<void>;
+  const limits = { windowMs: 60_000, maxEvents: 2000, maxBytes: 100_000 };
+
+  beforeAll(async () => {
+    ({ db, cleanup } = await openMigratedDb('postgres'));
+    await hook(db, '7', { EventType: 'open', Url: 'http://127.0.0.1:9/v2', Version: 2 });
+  });
+  afterAll(async () => cleanup?.());
+
+  it('keeps a batch grown an event at a time, commas and brackets counted, within WEBHOOK_BATCH_MAX_BYTES', async () => {
+    const events = Array.from({ length: 600 }, (_, i) => ({ event: 'open', time: 1_433_334_000 + i, MessageID: String(9000 + i), email: `size${i}@example.com`, EventID: `size-${i}` }));
+    await append(db, '7', events);
+    const { rows } = await sql<LogEventForWebhooks>`SELECT ${LOG_SELECT} FROM events e WHERE e.event_id LIKE 'size-%' ORDER BY e.position`.execute(db.kysely);
+    let open = new Map<string, OpenBatch>();
+    for (const row of rows) open = (await db.kysely.transaction().execute((trx) => enqueueEvents(trx, [row], limits, open))).openBatches;
+    const batches = await sql<{ n: number; body: number }>`
+      SELECT cardinality(events) AS n, octet_length('[' || array_to_string(events, ',') || ']') AS body FROM webhook_deliveries ORDER BY id`.execute(db.kysely);
+    expect(batches.rows.reduce((s, b) => s + b.n, 0)).toBe(rows.length);
+    expect(batches.rows.length).toBeGreaterThan(1);
+    for (const b of batches.rows) expect(b.body).toBeLessThanOrEqual(limits.maxBytes);
   });
 });

@@ -11,6 +11,7 @@ import { sql } from 'kysely';
 import { readCheckpoint } from '../../../src/log/checkpoints.js';
 import { FAN_OUT_LEASE, WEBHOOKS_CHECKPOINT } from '../../../src/webhooks/fan-out.js';
 import { FIRST_ATTEMPTS_CHECKPOINT } from '../../../src/webhooks/first-attempts-ledger.js';
+import { insertDeliveries } from '../../../src/webhooks/outbox.js';
 import { waitFor } from '../../support/harness.js';
 
 /**
@@ -209,4 +210,35 @@ describe.each(DIALECTS)('the fan-out lease lost for a moment while first attempt
     expect(ids.length - new Set(ids).size).toBe(0);
     expect(owner.recovered).toBe(0);
   }, 120_000);
+});
+
+describe('a URL kept busy by first attempts from the log, on postgres', () => {
+  // 60 events a second for a URL that takes 40 (2 slots, 50 ms a request): its queue here never
+  // runs dry while the producer goes on, and what spills over, or waits too long, goes to the outbox.
+  const ctx = withReceiver('postgres', 50);
+
+  it('still has its outbox rows claimed (a replay, here), in turn with its queue, before the producer stops', async () => {
+    const { db, receiver } = ctx;
+    const url = await hook(db, '1', { EventType: 'open', Url: receiver.url('/v1/busy') });
+    ctx.dispatcher = await startDispatcher(db, { urlConcurrency: 2, timeoutMs: 1000, pollMs: 250, adaptiveConcurrency: false });
+    const started = Date.now();
+    let k = 0;
+    let replayed = false;
+    while (Date.now() - started < 3000) {
+      const batch = Array.from({ length: 6 }, (_, i) => ({ event: 'open', time: 1_433_334_000 + k, MessageID: String(40_000 + k * 10 + i), email: `busy${i}@example.com`, EventID: `busy-${k}-${i}` }));
+      k += 1;
+      await append(db, '1', batch);
+      if (!replayed && Date.now() - started > 500) {
+        replayed = true;
+        await insertDeliveries(db.kysely, [{ apiKeyId: 1n, urlId: url.id, webhookId: 'msg_replayed', events: ['{"event":"open","MessageID":1}'], positions: [1n], bytes: 30, delayMs: 0 }]);
+        ctx.dispatcher.wake();
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const stoppedAt = performance.timeOrigin + performance.now();
+    await waitFor('the replayed row at the receiver', async () => receiver.ids().has('msg_replayed'), 60_000);
+    const got = receiver.requests.find((r) => r.webhookId === 'msg_replayed');
+    // The code before claimed it only once the queue ran dry: after the producer stopped.
+    expect((got?.at ?? Infinity) < stoppedAt).toBe(true);
+  });
 });
