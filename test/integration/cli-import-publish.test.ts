@@ -11,7 +11,7 @@ import { writeDeadLetters } from '../../src/log/dead-letters.js';
 import { type Service, startService } from '../../src/main.js';
 import { type TestEnv, countRows, createTestEnv, quietLogger } from '../support/harness.js';
 import { openJetStream } from '../support/jetstream.js';
-import { TcpProxy } from '../support/tcp-proxy.js';
+import { postgresBehindProxy } from '../support/tcp-proxy.js';
 
 /** The `import` and `publish` commands called in-process, against this file's database and stream. */
 
@@ -132,12 +132,7 @@ describe('publish over HTTP', () => {
   });
 
   it('sends a batch again when the ingest answers 503 (its database away) instead of giving up', { timeout: 60_000 }, async () => {
-    const pgUrl = new URL(t.env['DATABASE_URL'] as string);
-    const proxy = new TcpProxy(pgUrl.hostname, Number(pgUrl.port || 5432));
-    await proxy.start();
-    const viaProxy = new URL(pgUrl);
-    viaProxy.hostname = '127.0.0.1';
-    viaProxy.port = String(proxy.port);
+    const { proxy, url: viaProxy } = await postgresBehindProxy(t.env['DATABASE_URL'] as string);
     const { NATS_URL: _nats, ...withoutNats } = t.env;
     const flaky = await startService(loadConfig({ ...withoutNats, DATABASE_URL: viaProxy.toString() }), ['ingest'], quietLogger());
     try {

@@ -9,7 +9,7 @@ import { readEventsAfter } from '../../src/log/read.js';
 import { BIG_MESSAGE_ID, sampleEvents, withBareMessageId } from '../support/events.js';
 import { type TestEnv, countRows, createTestEnv, quietLogger, waitFor } from '../support/harness.js';
 import { NATS_URL } from '../support/services.js';
-import { TcpProxy } from '../support/tcp-proxy.js';
+import { postgresBehindProxy } from '../support/tcp-proxy.js';
 
 let t: TestEnv;
 let nc: NatsConnection;
@@ -127,12 +127,7 @@ describe('NATS ingest', () => {
   });
 
   it('loses nothing while Postgres is unreachable, and stores everything once when it is back', async () => {
-    const pgUrl = new URL(t.env['DATABASE_URL'] as string);
-    const proxy = new TcpProxy(pgUrl.hostname, Number(pgUrl.port || 5432));
-    await proxy.start();
-    const viaProxy = new URL(pgUrl);
-    viaProxy.hostname = '127.0.0.1';
-    viaProxy.port = String(proxy.port);
+    const { proxy, url: viaProxy } = await postgresBehindProxy(t.env['DATABASE_URL'] as string);
     const db = await connectDb({ kind: 'postgres', url: viaProxy.toString(), poolSize: 4 });
     try {
       const before = await countRows(t.db, 'events');

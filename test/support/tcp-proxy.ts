@@ -55,3 +55,14 @@ export class TcpProxy {
     await this.cut();
   }
 }
+
+/** A started proxy in front of the Postgres of `databaseUrl`, and that URL through it. */
+export async function postgresBehindProxy(databaseUrl: string): Promise<{ proxy: TcpProxy; url: URL }> {
+  const pgUrl = new URL(databaseUrl);
+  const proxy = new TcpProxy(pgUrl.hostname, Number(pgUrl.port || 5432));
+  await proxy.start();
+  const url = new URL(pgUrl);
+  url.hostname = '127.0.0.1';
+  url.port = String(proxy.port);
+  return { proxy, url };
+}

@@ -10,7 +10,7 @@ import { type CreatedApiKey, createApiKey } from '../../../src/keys/key-store.js
 import { type Logger, createLogger } from '../../../src/logger.js';
 import { type Service, startService } from '../../../src/main.js';
 import { type TestEnv, createTestEnv, waitFor } from '../../support/harness.js';
-import { TcpProxy } from '../../support/tcp-proxy.js';
+import { postgresBehindProxy, type TcpProxy } from '../../support/tcp-proxy.js';
 import { WebhookReceiver } from '../../support/webhook-receiver.js';
 
 /**
@@ -71,12 +71,8 @@ async function call(method: string, url: string, authorization: string | null, b
 beforeAll(async () => {
   t = await createTestEnv();
   // The service reaches Postgres through a proxy (to take it away later), with a password in its URL.
-  const pgUrl = new URL(t.env['DATABASE_URL'] as string);
-  proxy = new TcpProxy(pgUrl.hostname, Number(pgUrl.port || 5432));
-  await proxy.start();
-  const viaProxy = new URL(pgUrl);
-  viaProxy.hostname = '127.0.0.1';
-  viaProxy.port = String(proxy.port);
+  let viaProxy: URL;
+  ({ proxy, url: viaProxy } = await postgresBehindProxy(t.env['DATABASE_URL'] as string));
   viaProxy.username = 'postgres';
   viaProxy.password = DB_PASSWORD;
   receiver = await WebhookReceiver.start((r) => (r.path.startsWith('/hang') ? { hang: true } : r.path.startsWith('/fail') ? { status: 500, body: 'failing on purpose' } : { status: 200 }));
