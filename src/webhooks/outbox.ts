@@ -201,3 +201,46 @@ export async function releaseClaims(db: Kysely<Database>, rows: readonly { id: b
     FROM unnest(${rows.map((r) => String(r.id))}::bigint[], ${rows.map((r) => r.claim)}::text[]) AS x(id, claim)
     WHERE w.id = x.id AND w.claim = x.claim`.execute(db);
 }
+
+/** An outbox row for a direct first attempt (sent straight from the log, so it had none). */
+export interface FreshRow {
+  api_key_id: string;
+  url_id: string;
+  webhook_id: string;
+  body: string;
+  position: string;
+  bytes: number;
+  retry: boolean;
+  attempts: number;
+  delay_ms: number;
+  failed_at: string | null;
+}
+
+export function freshRow(d: ClaimedDelivery, o: { retry: boolean; attempts: number; delayMs: number; failedAt: Date | null }): FreshRow {
+  return {
+    api_key_id: String(d.apiKeyId),
+    url_id: String(d.urlId),
+    webhook_id: d.webhookId,
+    body: d.body,
+    position: String(d.direct ?? 0n),
+    bytes: Buffer.byteLength(d.body),
+    retry: o.retry,
+    attempts: o.attempts,
+    delay_ms: Math.round(o.delayMs),
+    failed_at: o.failedAt?.toISOString() ?? null,
+  };
+}
+
+/** Outbox rows for direct first attempts (rare: failures and hand-offs); returns their ids by `url:webhook-id`. */
+export async function insertFreshRows(db: Kysely<Database>, rows: readonly FreshRow[]): Promise<Map<string, string>> {
+  if (rows.length === 0) return new Map();
+  const result = await sql<{ id: string; url_id: string; webhook_id: string }>`
+    INSERT INTO webhook_deliveries (api_key_id, url_id, webhook_id, events, positions, bytes, retry, attempts, due_at, first_failed_at)
+    SELECT x.api_key_id, x.url_id, x.webhook_id, ARRAY[x.body], ARRAY[x.position], x.bytes, x.retry, x.attempts,
+      now() + make_interval(secs => x.delay_ms / 1000.0), x.failed_at
+    FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(api_key_id bigint, url_id bigint, webhook_id text, body text, position bigint, bytes integer,
+      retry boolean, attempts integer, delay_ms bigint, failed_at timestamptz)
+    RETURNING id::text AS id, url_id::text AS url_id, webhook_id`.execute(db);
+  if (rows.some((r) => !r.retry)) await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(db);
+  return new Map(result.rows.map((r) => [`${r.url_id}:${r.webhook_id}`, r.id]));
+}

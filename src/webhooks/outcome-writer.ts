@@ -5,18 +5,17 @@ import type { AttemptOutcome, Database } from '../db/schema.js';
 import type { Logger } from '../logger.js';
 import { type DispatcherStats, observeLatency } from './dispatcher-stats.js';
 import type { HttpOutcome } from './http-delivery.js';
-import { type ClaimedDelivery, OUTBOX_CHANNEL, directPositions } from './outbox.js';
+import { type ClaimedDelivery, type FreshRow, directPositions, freshRow, insertFreshRows } from './outbox.js';
 import { nextRetry, retryWindowMs } from './retry-policy.js';
+import { healthOf, killUrls, writeUrlHealth } from './url-health.js';
 import { type AttemptRow, attemptRow, insertAttempts } from './attempt-rows.js';
 
 /**
  * Records what came of each attempt, many at a time in one short transaction (never across an
  * HTTP call): the attempt rows; delivered rows removed; failed ones rescheduled on the retry
- * lane; a URL's last success and failure streak kept. A URL dies when a retry of it fails and
- * it has failed, with no success since, for the retry schedule's whole window (`failing_since`
- * that long ago), however far its deliveries are in their retries (under a backlog they wait
- * for the URL's few slots); and when a delivery out of retries finds no success of its URL
- * since that delivery first failed. A dead URL's pending rows are rerouted; a delivery out of
+ * lane; a URL's last success and failure streak kept, and its death decided (url-health.ts:
+ * failing for the retry schedule's whole window, or a delivery out of retries with no success
+ * since it first failed). A dead URL's pending rows are rerouted; a delivery out of
  * retries whose URL worked since expires alone. Each row is written only by the holder of its
  * claim, so a worker whose lease ran out cannot undo another's work: its
  * attempt is still recorded (delivered or failed: the request was made), but it neither expires
@@ -208,31 +207,7 @@ export class OutcomeWriter {
         .filter((h) => h.failingSince !== null || this.#failedSince.has(h.id) || h.at.getTime() - (this.#successWritten.get(h.id) ?? 0) >= this.#successEveryMs)
         .map((h) => ({ id: h.id, at: h.at.toISOString(), failing_since: h.failingSince?.toISOString() ?? null }));
       const failing = [...urlHealth].flatMap(([id, h]) => (h.lastOk === null && h.failingSince !== null ? [{ id, at: h.failingSince.toISOString() }] : []));
-      // Out of retries: the URL dies if it has not worked since this delivery first failed.
-      const killed = new Set<string>();
-      for (const r of batch) {
-        if (r.http.ok || !isHeld(r) || nextRetry(schedule, r.delivery.attempts + 1, null).kind !== 'exhausted') continue;
-        const since = r.delivery.firstFailedAt ?? r.attemptedAt;
-        const k = await sql<{ id: bigint }>`
-          UPDATE callback_urls SET status = 'dead', dead_since = now(), updated_at = now()
-          WHERE id = ${r.delivery.urlId} AND status = 'alive' AND (last_success_at IS NULL OR last_success_at < ${since})
-          RETURNING id`.execute(trx);
-        if (k.rows.length > 0) killed.add(String(r.delivery.urlId));
-      }
-      // Failing, with no success, for the whole window: dead, whatever its deliveries' attempts.
-      // Asked when a retry fails (a URL is never dead from one attempt, however long it took).
-      const retried = new Set(batch.filter((r) => !r.http.ok && r.delivery.attempts > 0 && isHeld(r)).map((r) => String(r.delivery.urlId)));
-      const overdue = failing.filter((f) => retried.has(f.id));
-      if (overdue.length > 0) {
-        const k = await sql<{ id: string }>`
-          UPDATE callback_urls AS u SET status = 'dead', dead_since = now(), updated_at = now()
-          FROM json_to_recordset(${JSON.stringify(overdue)}::json) AS x(id bigint, at timestamptz)
-          WHERE u.id = x.id AND u.status = 'alive'
-            AND coalesce(u.failing_since, x.at) <= now() - make_interval(secs => ${retryWindowMs(schedule) / 1000}::float8)
-            AND (u.last_success_at IS NULL OR u.last_success_at < coalesce(u.failing_since, x.at))
-          RETURNING u.id::text AS id`.execute(trx);
-        for (const row of k.rows) killed.add(row.id);
-      }
+      const killed = await killUrls(trx, batch, schedule, isHeld, failing);
       const status = new Map<string, string>();
       if (failedUrls.length > 0) {
         const rows = await trx.selectFrom('callback_urls').select(['id', 'status']).where('id', 'in', failedUrls.map(BigInt)).execute();
@@ -305,15 +280,7 @@ export class OutcomeWriter {
         await sql`UPDATE webhook_deliveries AS w SET claim = NULL, claimed_until = NULL
           FROM unnest(${released.map((r) => r.id)}::bigint[], ${released.map((r) => r.claim)}::text[]) AS x(id, claim) WHERE w.id = x.id AND w.claim = x.claim`.execute(trx);
       }
-      if (healthy.length > 0) {
-        // A success ends the URL's failure streak; a failure after it in this batch starts the next.
-        await sql`UPDATE callback_urls AS u SET failing_since = x.failing_since, last_success_at = greatest(u.last_success_at, x.at)
-          FROM json_to_recordset(${JSON.stringify(healthy)}::json) AS x(id bigint, at timestamptz, failing_since timestamptz) WHERE u.id = x.id`.execute(trx);
-      }
-      if (failing.length > 0) {
-        await sql`UPDATE callback_urls AS u SET failing_since = x.at FROM json_to_recordset(${JSON.stringify(failing)}::json) AS x(id bigint, at timestamptz)
-          WHERE u.id = x.id AND u.failing_since IS NULL`.execute(trx);
-      }
+      await writeUrlHealth(trx, healthy, failing);
       counts.died = killed.size;
       const dead = [...status].filter(([, s]) => s !== 'alive').map(([id]) => BigInt(id));
       return { dead, healthy, failing };
@@ -334,68 +301,4 @@ export class OutcomeWriter {
     for (const r of batch) observeLatency(s.latencyMs, r.http.latencyMs);
     return written.dead;
   }
-}
-
-/**
- * Per URL, from a batch's results in the order they came: its last success (when the answer
- * came) and the start of its first failed attempt after that (or of its first, with none).
- * Failures count only where the claim is still held (`counts`): a worker whose lease ran out
- * (frozen a while) may bring an old failure that says nothing of the URL now.
- */
-function healthOf(batch: readonly AttemptResult[], counts: (r: AttemptResult) => boolean): Map<string, { lastOk: Date | null; failingSince: Date | null }> {
-  const health = new Map<string, { lastOk: Date | null; failingSince: Date | null }>();
-  for (const r of batch) {
-    if (!r.http.ok && !counts(r)) continue;
-    const id = String(r.delivery.urlId);
-    const h = health.get(id) ?? { lastOk: null, failingSince: null };
-    health.set(id, h);
-    if (r.http.ok) {
-      const done = new Date(r.attemptedAt.getTime() + r.http.latencyMs);
-      if (h.lastOk === null || done > h.lastOk) h.lastOk = done;
-      h.failingSince = null;
-    } else h.failingSince ??= r.attemptedAt;
-  }
-  return health;
-}
-
-interface FreshRow {
-  api_key_id: string;
-  url_id: string;
-  webhook_id: string;
-  body: string;
-  position: string;
-  bytes: number;
-  retry: boolean;
-  attempts: number;
-  delay_ms: number;
-  failed_at: string | null;
-}
-
-function freshRow(d: ClaimedDelivery, o: { retry: boolean; attempts: number; delayMs: number; failedAt: Date | null }): FreshRow {
-  return {
-    api_key_id: String(d.apiKeyId),
-    url_id: String(d.urlId),
-    webhook_id: d.webhookId,
-    body: d.body,
-    position: String(d.direct ?? 0n),
-    bytes: Buffer.byteLength(d.body),
-    retry: o.retry,
-    attempts: o.attempts,
-    delay_ms: Math.round(o.delayMs),
-    failed_at: o.failedAt?.toISOString() ?? null,
-  };
-}
-
-/** Outbox rows for direct first attempts (rare: failures and hand-offs); returns their ids by `url:webhook-id`. */
-async function insertFreshRows(db: Kysely<Database>, rows: readonly FreshRow[]): Promise<Map<string, string>> {
-  if (rows.length === 0) return new Map();
-  const result = await sql<{ id: string; url_id: string; webhook_id: string }>`
-    INSERT INTO webhook_deliveries (api_key_id, url_id, webhook_id, events, positions, bytes, retry, attempts, due_at, first_failed_at)
-    SELECT x.api_key_id, x.url_id, x.webhook_id, ARRAY[x.body], ARRAY[x.position], x.bytes, x.retry, x.attempts,
-      now() + make_interval(secs => x.delay_ms / 1000.0), x.failed_at
-    FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(api_key_id bigint, url_id bigint, webhook_id text, body text, position bigint, bytes integer,
-      retry boolean, attempts integer, delay_ms bigint, failed_at timestamptz)
-    RETURNING id::text AS id, url_id::text AS url_id, webhook_id`.execute(db);
-  if (rows.some((r) => !r.retry)) await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(db);
-  return new Map(result.rows.map((r) => [`${r.url_id}:${r.webhook_id}`, r.id]));
 }
