@@ -89,10 +89,12 @@ describe('POST /v1/events under fuzzed input', () => {
     // Each valid event once; each rejected one a dead letter with the reason given in the answer.
     expect(await countRows(t.db, 'events')).toBe(accepted);
     const letters = await t.db.kysely.selectFrom('dead_letters').select(['source', 'reason', 'raw', 'api_key_id']).orderBy('id').execute();
-    expect(letters).toHaveLength(rejected);
-    // Rows the database refused are dead-lettered after the decoder's rejects of their request.
+    // Rows the database refused are dead-lettered after the decoder's rejects of their request;
+    // the same reject sent again (the same text, the same reason) is stored once.
     const pair = (reason: string, raw: string) => `${reason}\n${raw}`;
-    expect(letters.map((l) => pair(l.reason, l.raw.toString('utf8'))).sort()).toEqual(sentRejects.map((r) => pair(r.reason, jsonText(r.value))).sort());
+    const distinct = [...new Set(sentRejects.map((r) => pair(r.reason, jsonText(r.value))))];
+    expect(sentRejects).toHaveLength(rejected);
+    expect(letters.map((l) => pair(l.reason, l.raw.toString('utf8'))).sort()).toEqual(distinct.sort());
     for (const l of letters) expect(l).toMatchObject({ source: 'http', api_key_id: BigInt(t.key.APIKeyID) });
 
     // The same requests again: nothing new is stored, every valid event is a duplicate.
