@@ -64,8 +64,11 @@ async function main(argv: string[]): Promise<number> {
         apiKeyId: values['api-key-id'],
         batchSize: values['batch-size'] !== undefined ? positiveInt(values['batch-size'], '--batch-size', MAX_IMPORT_BATCH) : 5000,
       });
-    case 'replay':
-      return (await import('./cli/replay.js')).runReplay(config, values.projection);
+    case 'replay': {
+      const replay = await import('./cli/replay.js');
+      asUsageError(() => replay.selectProjections(values.projection));
+      return replay.runReplay(config, values.projection);
+    }
     case 'dead-letters':
       return (await import('./cli/dead-letters.js')).runDeadLetters(config, values.limit !== undefined ? positiveInt(values.limit, '--limit') : 100);
     default:

@@ -81,7 +81,8 @@ export async function runReplay(config: Config, only: string | undefined): Promi
   }
 }
 
-function selectProjections(only: string | undefined): Projection[] {
+/** The projections `--projection` names (every one without it); an unknown or empty name throws, naming the projections. */
+export function selectProjections(only: string | undefined): Projection[] {
   if (only === undefined) return [...PROJECTIONS];
   const names = only.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
   if (names.length === 0) throw new Error(`--projection needs a projection name (several comma-separated); projections are ${PROJECTIONS.map((p) => p.name).join(', ')}`);

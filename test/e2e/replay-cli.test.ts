@@ -69,15 +69,14 @@ describe('mailtally replay', () => {
     expect(await lifetimeTotals()).toEqual([{ tenant: '21', total: '2', sent: '2', opens: '2' }]);
   });
 
-  it('refuses an unknown projection with a clear message and a failing exit code', async () => {
+  it('refuses an unknown projection with a clear message and the usage error exit code (2)', async () => {
     const r = await runCli(['replay', '--projection', 'statcounters,nope'], { env, timeoutMs: 90_000 });
-    expect(r.code).not.toBe(0);
-    expect(r.code).not.toBeNull();
+    expect(r.code).toBe(2);
     expect(r.stderr).toContain('Unknown projection "nope"');
     expect(r.stderr).toContain('statcounters');
     expect(r.stdout.trim()).toBe('');
     const empty = await runCli(['replay', '--projection', ','], { env, timeoutMs: 90_000 });
-    expect(empty.code).not.toBe(0);
+    expect(empty.code).toBe(2);
     expect(empty.stderr).toContain('--projection needs a projection name');
   });
 });
