@@ -5,9 +5,9 @@ import type { NewDeadLetter } from '../db/schema.js';
 import { type LogEventRow, decodeEventValue } from '../events/decode.js';
 import { parseExactJson } from '../events/exact-json.js';
 import { writeBatch } from '../ingest/batch-writer.js';
-import { contentKey } from '../log/dead-letters.js';
 import { TenantDirectory } from '../ingest/tenants.js';
-import { type JsonLine, type LineTenant, isApiKeyId, lineTenant, openJsonLines } from './jsonl.js';
+import { type JsonLine, type LineTenant, lineTenant, openJsonLines } from './jsonl.js';
+import { isApiKeyId } from '../events/schema.js';
 import { startProgress } from './progress.js';
 
 export interface ImportSummary {
@@ -109,12 +109,5 @@ function parseLine(text: string): ParsedLine {
 
 /** A rejected line's dead letter; the same line rejected again (the file imported again) is stored once. */
 function importDeadLetter(line: JsonLine, apiKeyId: string | null, reason: string): NewDeadLetter {
-  const text = `line ${line.lineNo}: ${reason}`;
-  return {
-    source: 'import',
-    api_key_id: apiKeyId,
-    reason: text,
-    raw: Buffer.from(line.bytes),
-    message_key: contentKey('import', apiKeyId, line.bytes, text),
-  };
+  return { source: 'import', api_key_id: apiKeyId, reason: `line ${line.lineNo}: ${reason}`, raw: Buffer.from(line.bytes) };
 }

@@ -1,4 +1,5 @@
 import { createReadStream, statSync } from 'node:fs';
+import { isApiKeyId } from '../events/schema.js';
 
 export interface JsonLine {
   lineNo: number;
@@ -55,11 +56,6 @@ export function openJsonLines(path: string): { size: number; bytesRead: () => nu
   }
   return { size, bytesRead: () => bytes, lines: lines() };
 }
-
-const INT64_MAX = 2n ** 63n - 1n;
-
-/** Whether text is an API key id: a positive integer that fits the log's int8 column. */
-export const isApiKeyId = (text: string): boolean => /^[1-9]\d{0,18}$/.test(text) && BigInt(text) <= INT64_MAX;
 
 export type LineTenant = { ok: true; id: string } | { ok: false; reason: string };
 

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { Config } from '../config.js';
 import { deriveEventId } from '../events/event-id.js';
@@ -5,7 +6,8 @@ import { parseExactJson, stringifyExactJson } from '../events/exact-json.js';
 import { MAX_BODY_BYTES, MAX_EVENTS_PER_REQUEST } from '../ingest/http-ingest.js';
 import { connectNats } from '../ingest/nats-connect.js';
 import { ensureStream } from '../ingest/nats-stream.js';
-import { type JsonLine, isApiKeyId, lineTenant, openJsonLines } from './jsonl.js';
+import { type JsonLine, lineTenant, openJsonLines } from './jsonl.js';
+import { isApiKeyId } from '../events/schema.js';
 import { startProgress } from './progress.js';
 
 interface PublishSummary {
@@ -110,7 +112,7 @@ async function publishToHttp(config: Config, path: string, urlFlag: string | und
       res = await fetch(new URL('/v1/events', base), { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body });
       if (res.status !== 503 || attempt >= HTTP_ATTEMPTS) break;
       await res.arrayBuffer().catch(() => null);
-      await new Promise((r) => setTimeout(r, Math.min(500 * 2 ** attempt, 15_000)));
+      await sleep(Math.min(500 * 2 ** attempt, 15_000));
     }
     const answer = (await res.json().catch(() => null)) as { Accepted?: number; Duplicates?: number; Errors?: { Index: number; Reason: string }[]; ErrorMessage?: string } | null;
     if (!res.ok || answer === null) throw new Error(`POST /v1/events answered ${res.status}: ${answer?.ErrorMessage ?? res.statusText}`);

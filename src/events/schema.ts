@@ -11,6 +11,9 @@ export type EventType = (typeof EVENT_TYPES)[number];
 
 export const UINT64_MAX = 18_446_744_073_709_551_615n;
 export const INT64_MAX = 9_223_372_036_854_775_807n;
+
+/** Whether text is an API key id: a positive integer that fits the log's int8 column (subjects, JSONL files, flags). */
+export const isApiKeyId = (text: string): boolean => /^[1-9]\d{0,18}$/.test(text) && BigInt(text) <= INT64_MAX;
 export const MAX_UNIX_SECONDS = 253_402_300_799;
 
 /** A 64-bit id as a JSON number (bigint past 2^53) or a decimal string → decimal string. */

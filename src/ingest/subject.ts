@@ -1,4 +1,4 @@
-const INT64_MAX = 9_223_372_036_854_775_807n;
+import { isApiKeyId } from '../events/schema.js';
 
 export type ParsedSubject = { ok: true; apiKeyId: string; event: string } | { ok: false; reason: string };
 
@@ -6,7 +6,7 @@ export type ParsedSubject = { ok: true; apiKeyId: string; event: string } | { ok
 export function parseSubject(subject: string, prefix: string): ParsedSubject {
   const rest = subject.startsWith(`${prefix}.`) ? subject.slice(prefix.length + 1).split('.') : [];
   const [apiKeyId, event] = rest;
-  if (rest.length !== 2 || apiKeyId === undefined || event === undefined || !/^[1-9]\d{0,18}$/.test(apiKeyId) || BigInt(apiKeyId) > INT64_MAX) {
+  if (rest.length !== 2 || apiKeyId === undefined || event === undefined || !isApiKeyId(apiKeyId)) {
     return { ok: false, reason: `subject ${subject} is not ${prefix}.<APIKeyID>.<event>` };
   }
   return { ok: true, apiKeyId, event };
