@@ -32,7 +32,14 @@ export const recipientEsp: Projection = {
     if (f.campaignId === '0') return;
     const c = f.count;
     const attempted = isAttempted(f) ? 1 : 0;
-    const [delivered, opened, clicked, deferred, soft, hard, unsub, spam] = [c.sent, c.opened, c.clicked, c.deferred, c.softBounced, c.hardBounced, c.unsub, c.spam].map(has) as number[] as [number, number, number, number, number, number, number, number];
+    const delivered = has(c.sent);
+    const opened = has(c.opened);
+    const clicked = has(c.clicked);
+    const deferred = has(c.deferred);
+    const soft = has(c.softBounced);
+    const hard = has(c.hardBounced);
+    const unsub = has(c.unsub);
+    const spam = has(c.spam);
     const sums = [
       attempted, delivered, opened, clicked, deferred, soft, hard, unsub, spam,
       attempted & opened, opened & clicked, attempted & deferred, attempted & soft, attempted & hard, delivered & unsub, delivered & spam,

@@ -217,9 +217,9 @@ export class Lane {
   }
 
   /** Whether a URL with a queue may have due outbox rows: unless a sweep found none lately (within a poll). */
-  #mayHaveOutboxRows(url: string): boolean {
+  #mayHaveOutboxRows(url: string, now: number): boolean {
     const seen = this.#noOutboxRows.get(url);
-    return seen === undefined || Date.now() - seen > this.options.pollMs;
+    return seen === undefined || now - seen > this.options.pollMs;
   }
 
   /** A row of this URL goes to the outbox: its next freed slot may be the outbox's turn. */
@@ -358,7 +358,7 @@ export class Lane {
         this.#outboxGains(url);
         this.handOff(next.row);
       } else this.#start(next.row);
-      if (this.#mayHaveOutboxRows(url)) this.#outboxTurn.add(url);
+      if (this.#mayHaveOutboxRows(url, now)) this.#outboxTurn.add(url);
     }
     if (this.#roomWaiters.length > 0 && this.#backlog < this.#backlogMark) this.#wakeRoomWaiters();
     if (queue.length > 0) return;
