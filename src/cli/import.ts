@@ -5,6 +5,7 @@ import type { NewDeadLetter } from '../db/schema.js';
 import { type LogEventRow, decodeEventValue } from '../events/decode.js';
 import { parseExactJson } from '../events/exact-json.js';
 import { writeBatch } from '../ingest/batch-writer.js';
+import { contentKey } from '../log/dead-letters.js';
 import { TenantDirectory } from '../ingest/tenants.js';
 import { type JsonLine, type LineTenant, lineTenant, openJsonLines } from './jsonl.js';
 import { isApiKeyId } from '../events/schema.js';
@@ -109,5 +110,12 @@ function parseLine(text: string): ParsedLine {
 
 /** A rejected line's dead letter; the same line rejected again (the file imported again) is stored once. */
 function importDeadLetter(line: JsonLine, apiKeyId: string | null, reason: string): NewDeadLetter {
-  return { source: 'import', api_key_id: apiKeyId, reason: `line ${line.lineNo}: ${reason}`, raw: Buffer.from(line.bytes) };
+  const text = `line ${line.lineNo}: ${reason}`;
+  return {
+    source: 'import',
+    api_key_id: apiKeyId,
+    reason: text,
+    raw: Buffer.from(line.bytes),
+    message_key: contentKey('import', apiKeyId, line.bytes, text),
+  };
 }

@@ -5,6 +5,7 @@ import { type LogEventRow, decodeEventValue } from '../events/decode.js';
 import { type AuthFailures, authenticateFirst } from '../http/auth.js';
 import { apiErrors } from '../http/errors.js';
 import type { KeyVerifier } from '../keys/key-store.js';
+import { contentKey } from '../log/dead-letters.js';
 import { type BatchOutcome, writeBatch } from './batch-writer.js';
 import { type EventArrayItem, eventArrayItems } from './event-array.js';
 
@@ -38,7 +39,10 @@ export function registerHttpIngest(app: FastifyInstance, deps: { db: Db; verifie
     const letters: NewDeadLetter[] = [];
     const errors: IngestSummary['Errors'] = [];
     // A dead letter keeps the event's own text, as it was sent; the same reject sent again is stored once.
-    const deadLetter = (item: EventArrayItem, reason: string): NewDeadLetter => ({ source: 'http', api_key_id: principal.apiKeyId, reason, raw: Buffer.from(item.text) });
+    const deadLetter = (item: EventArrayItem, reason: string): NewDeadLetter => {
+      const raw = Buffer.from(item.text);
+      return { source: 'http', api_key_id: principal.apiKeyId, reason, raw, message_key: contentKey('http', principal.apiKeyId, raw, reason) };
+    };
     for (const [i, item] of items.entries()) {
       const decoded = 'error' in item ? ({ ok: false, reason: item.error } as const) : decodeEventValue(item.value, { apiKeyId: principal.apiKeyId }, item.text);
       if (decoded.ok) {

@@ -12,7 +12,7 @@ export async function writeDeadLetters(db: Kysely<Database>, letters: readonly N
  * The key of a dead letter with no message of its own to name it (import, HTTP): a hash of where
  * it came from, its tenant, its bytes and its reason, so the same reject sent again is stored once.
  */
-function contentKey(source: string, apiKeyId: string | null, raw: Uint8Array, reason: string): string {
+export function contentKey(source: string, apiKeyId: string | null, raw: Uint8Array, reason: string): string {
   const hash = createHash('sha256');
   for (const part of [source, apiKeyId ?? '', reason]) hash.update(`${Buffer.byteLength(part)}:${part}\n`);
   return `${source}/${hash.update(raw).digest('base64url')}`;
@@ -23,15 +23,7 @@ export function deadLetterInsert(db: Kysely<Database>, letters: readonly NewDead
   return (
     db
       .insertInto('dead_letters')
-      .values(
-        letters.map((l) => ({
-          ...l,
-          // A NATS message is named by its stream sequence; anything else by its content.
-          message_key: l.message_key ?? contentKey(l.source, l.api_key_id == null ? null : String(l.api_key_id), l.raw, l.reason),
-          ...keptRaw(l),
-          subject: l.subject != null ? storableText(l.subject, 1000) : null,
-        })),
-      )
+      .values(letters.map((l) => ({ ...l, ...keptRaw(l), subject: l.subject != null ? storableText(l.subject, 1000) : null })))
       // A redelivery of the same poison message, a reject sent or imported again, is stored once.
       .onConflict((oc) => oc.column('message_key').doNothing())
   );
