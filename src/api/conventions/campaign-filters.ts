@@ -50,11 +50,31 @@ export interface CampaignFilterValues {
   Period?: 'Day' | 'Week' | 'Month' | 'Year' | undefined;
 }
 
+/** How `campaignConditions` treats a table's rows. */
+export interface CampaignConditionOptions {
+  /**
+   * The table has one row per message (`t.message_id`): a message sent without a campaign is
+   * placed in FromTS/ToTS/Period by its own time (the messages read model's), there being no
+   * campaign send time to go by. Without it (tables that count campaign-less messages together,
+   * with no time of their own), such rows cannot be placed in a window and a time filter leaves
+   * them out.
+   */
+  readonly perMessage?: boolean;
+  /** The clock `Period` counts from (seconds). */
+  readonly nowSeconds?: number;
+}
+
 /**
  * Conditions for the given filters on a table (alias `t`) with the dimension columns. Every
  * campaign lookup is scoped to the tenant.
+ *
+ * The campaign-level filters (send time, status, flags) select campaigns; a message sent
+ * without one (`campaign_id` 0) has no campaign to look up. For it, a flag asked to be false
+ * holds (it is in no deleted, starred or newsletter-tool campaign), a flag asked to be true and
+ * any `CampaignStatus` do not, and a time window holds when the message's own time is in it
+ * (see `perMessage`).
  */
-export function campaignConditions(apiKeyId: string, q: CampaignFilterValues, nowSeconds = Math.floor(Date.now() / 1000)): RawBuilder<unknown>[] {
+export function campaignConditions(apiKeyId: string, q: CampaignFilterValues, options: CampaignConditionOptions = {}): RawBuilder<unknown>[] {
   const c: RawBuilder<unknown>[] = [];
   if (q.CampaignID !== undefined) c.push(sql`t.campaign_id = ${q.CampaignID.toString()}::int8`);
   if (q.ContactsList !== undefined) c.push(sql`t.list_id = ${q.ContactsList.toString()}::int8`);
@@ -69,27 +89,42 @@ export function campaignConditions(apiKeyId: string, q: CampaignFilterValues, no
 
   // Campaign-level: which campaigns qualify, from the campaign-overview read model.
   const campaign: RawBuilder<unknown>[] = [];
+  // Whether a message without a campaign can qualify at all (see above).
+  let campaignless = true;
   const sendTime = sql`COALESCE(m.send_time_start, s.first_message_time)`;
   let from = q.FromTS;
   let to = q.ToTS;
   if (q.Period !== undefined) {
     if (from !== undefined || to !== undefined) throw apiErrors.badRequest('Invalid parameter Period: give either Period or FromTS/ToTS, not both');
-    from = periodStart(q.Period, nowSeconds);
-    to = nowSeconds + 1;
+    const now = options.nowSeconds ?? Math.floor(Date.now() / 1000);
+    from = periodStart(q.Period, now);
+    to = now + 1;
   }
   if (from !== undefined && to !== undefined && to <= from) throw apiErrors.badRequest('Invalid parameter ToTS: must be later than FromTS');
   if (from !== undefined) campaign.push(sql`${sendTime} >= ${from}::int8`);
   if (to !== undefined) campaign.push(sql`${sendTime} < ${to}::int8`);
   // A campaign with messages but no metadata counts as sent (2), as /campaignoverview shows it.
-  if (q.CampaignStatus !== undefined) campaign.push(sql`COALESCE(m.status, 2) = ${q.CampaignStatus}`);
+  if (q.CampaignStatus !== undefined) {
+    campaign.push(sql`COALESCE(m.status, 2) = ${q.CampaignStatus}`);
+    campaignless = false;
+  }
   if (q.IsDeleted !== undefined) campaign.push(q.IsDeleted ? sql`m.status = -2` : sql`m.status IS DISTINCT FROM -2`);
   if (q.IsStarred !== undefined) campaign.push(q.IsStarred ? sql`m.starred IS TRUE` : sql`m.starred IS NOT TRUE`);
   if (q.IsNewsletterTool !== undefined) campaign.push(q.IsNewsletterTool ? sql`m.id_type = 'NL'` : sql`m.id_type IS DISTINCT FROM 'NL'`);
-  if (campaign.length > 0) {
-    c.push(sql`t.campaign_id IN (
+  if (q.IsDeleted === true || q.IsStarred === true || q.IsNewsletterTool === true) campaignless = false;
+  if (campaign.length === 0) return c;
+
+  const campaigns = sql`t.campaign_id IN (
       SELECT s.campaign_id FROM campaign_stats s
       LEFT JOIN campaigns m ON m.api_key_id = s.api_key_id AND m.campaign_id = s.campaign_id
-      WHERE s.api_key_id = ${apiKeyId}::int8 AND ${sql.join(campaign, sql` AND `)})`);
+      WHERE s.api_key_id = ${apiKeyId}::int8 AND ${sql.join(campaign, sql` AND `)})`;
+  const window = from !== undefined || to !== undefined;
+  if (!campaignless || (window && options.perMessage !== true)) c.push(campaigns);
+  else if (!window) c.push(sql`(t.campaign_id = 0 OR ${campaigns})`);
+  else {
+    const messageTime = [...(from !== undefined ? [sql`g.message_time >= ${from}::int8`] : []), ...(to !== undefined ? [sql`g.message_time < ${to}::int8`] : [])];
+    c.push(sql`(${campaigns} OR t.campaign_id = 0 AND EXISTS (
+      SELECT 1 FROM messages g WHERE g.api_key_id = ${apiKeyId}::int8 AND g.message_id = t.message_id AND ${sql.join(messageTime, sql` AND `)}))`);
   }
   return c;
 }

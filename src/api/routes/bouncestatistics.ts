@@ -64,7 +64,7 @@ export const bouncestatisticsResource = defineResource({
   async list({ db, principal, query: q, page }) {
     const where = [
       tenant(principal.apiKeyId, sql.ref('t.api_key_id')),
-      ...campaignConditions(principal.apiKeyId, q),
+      ...campaignConditions(principal.apiKeyId, q, { perMessage: true }),
       ...messageStatusCondition(principal.apiKeyId, q.MessageStatus),
       ...eventWindow(sql.ref('t.bounced_at'), q.EventFromTs, q.EventToTs),
     ];

@@ -68,7 +68,7 @@ export const openinformationResource = defineResource({
   async list({ db, principal, query: q, page }) {
     const where = [
       tenant(principal.apiKeyId, sql.ref('t.api_key_id')),
-      ...campaignConditions(principal.apiKeyId, q),
+      ...campaignConditions(principal.apiKeyId, q, { perMessage: true }),
       ...messageStatusCondition(principal.apiKeyId, q.MessageStatus),
       ...(q.MessageID !== undefined ? [sql`t.message_id = ${q.MessageID.toString()}::numeric`] : []),
       ...eventWindow(sql.ref('t.opened_at'), q.EventFromTs, q.EventToTs),

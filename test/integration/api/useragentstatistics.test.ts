@@ -56,7 +56,8 @@ describe('GET /v3/REST/useragentstatistics', () => {
     ['CustomCampaign=promo&Event=click', [CHROME(1, 1)]],
     ['FromType=3', [MAIL(1, 1)]],
     ['IsStarred=true', [MAIL(3, 2), PROXY(1, 1)]],
-    ['IsStarred=false', [CHROME(3, 1), PROXY(1, 1)]],
+    // The message sent without a campaign (FromType=3) is in no starred campaign.
+    ['IsStarred=false', [CHROME(3, 1), PROXY(1, 1), MAIL(1, 1)]],
     ['Platform=ios', [MAIL(4, 3)]],
     ['Platform=Windows&Event=click', [CHROME(2, 2)]],
     ['ExcludePlatform=iOS', [CHROME(3, 1), PROXY(2, 2)]],
