@@ -57,8 +57,12 @@ async function main(argv: string[]): Promise<number> {
     case 'keys':
       if (rest[0] !== 'create') throw new UsageError('keys: the only subcommand is `keys create [--read-only]`');
       return (await import('./cli/keys.js')).runKeysCreate(config, values['read-only']);
-    case 'publish':
-      return (await import('./cli/publish.js')).runPublish(config, requireFile(rest[0], 'publish'), { apiKeyId: values['api-key-id'], url: values.url });
+    case 'publish': {
+      const publish = await import('./cli/publish.js');
+      const url = values.url;
+      if (url !== undefined) asUsageError(() => publish.checkPublishUrl(url));
+      return publish.runPublish(config, requireFile(rest[0], 'publish'), { apiKeyId: values['api-key-id'], url });
+    }
     case 'import':
       return (await import('./cli/import.js')).runImport(config, requireFile(rest[0], 'import'), {
         apiKeyId: values['api-key-id'],

@@ -169,7 +169,10 @@ export function loadConfig(env: Env = process.env): Config {
     const problems = parsed.error.issues.map((i) => {
       const name = String(i.path[0] ?? 'environment');
       const value = env[name];
-      const shown = name === 'DATABASE_URL' || name.includes('KEY') || value === undefined ? '' : ` (got ${JSON.stringify(value)})`;
+      const shown =
+        name === 'DATABASE_URL' || name.includes('KEY') || value === undefined
+          ? ''
+          : ` (got ${JSON.stringify(name === 'NATS_URL' ? value.split(',').map(withoutPassword).join(',') : value)})`;
       return `${name} ${i.message}${shown}`;
     });
     throw new ConfigError(problems);
@@ -252,15 +255,22 @@ function unreadableFileProblem(file: string): string | null {
 }
 
 /** A server URL fit for a message: its password left out. Text that is no URL is returned as it is. */
+/**
+ * A connection URL fit for a message or a log: a password is left out; a user name with no
+ * password becomes `***` unless the URL is Postgres's (elsewhere, NATS's included, it is a
+ * token), and so do query parameters that carry secrets (`password`, `sslpassword`, `token`, …). Text that does not parse
+ * as a URL is shown only up to its `://`.
+ */
 export function withoutPassword(url: string): string {
   if (!url.includes('://')) return url;
   try {
     const u = new URL(url);
-    if (u.password === '') return url;
-    u.password = '';
+    if (u.password !== '') u.password = '';
+    else if (u.username !== '' && !/^postgres(ql)?:$/.test(u.protocol)) u.username = '***';
+    for (const name of [...u.searchParams.keys()]) if (/pass|token|secret|key/i.test(name)) u.searchParams.set(name, '***');
     return u.toString();
   } catch {
-    return url;
+    return `${url.slice(0, url.indexOf('://'))}://…`;
   }
 }
 

@@ -86,6 +86,22 @@ function natsTarget(line: JsonLine, apiKeyIdFlag: string | undefined, prefix: st
   return { ok: true, subject: `${prefix}.${tenant}.${event}`, msgId: `${tenant}:${eventId}` };
 }
 
+/**
+ * `--url`, checked before any work: an absolute http(s) URL without credentials (publish
+ * authenticates with MAILTALLY_API_KEY / MAILTALLY_SECRET_KEY; fetch refuses a URL that carries
+ * them, and its error would print them). The message never repeats what it refuses.
+ */
+export function checkPublishUrl(url: string): void {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    throw new Error('--url must be an absolute http(s) URL, e.g. http://127.0.0.1:3000');
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('--url must be an absolute http(s) URL, e.g. http://127.0.0.1:3000');
+  if (u.username !== '' || u.password !== '') throw new Error('--url must not carry credentials: publish signs in with MAILTALLY_API_KEY and MAILTALLY_SECRET_KEY');
+}
+
 /** Tries of one request that answers 503 (about 30 s in all) before publish gives up. */
 const HTTP_ATTEMPTS = 6;
 

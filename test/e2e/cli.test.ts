@@ -230,6 +230,20 @@ describe('errors and migrate', () => {
     }
   });
 
+  it('publish --url with credentials or not http(s) is a usage error that does not repeat them', async () => {
+    for (const [url, message] of [
+      ['http://user:hunter2@127.0.0.1:3000', /--url must not carry credentials/],
+      ['http://hunter2@127.0.0.1:3000', /--url must not carry credentials/],
+      ['ftp://127.0.0.1/', /--url must be an absolute http\(s\) URL/],
+      ['127.0.0.1:3000', /--url must be an absolute http\(s\) URL/],
+    ] as const) {
+      const r = await runCli(['publish', join(dir, 'none.jsonl'), '--url', url], { env: dbEnv });
+      expect({ url, code: r.code }).toEqual({ url, code: 2 });
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr).not.toContain('hunter2');
+    }
+  });
+
   it('import --batch-size has a maximum, said before any work', async () => {
     const r = await runCli(['import', join(dir, 'none.jsonl'), '--batch-size', '300000'], { env: dbEnv });
     expect(r.code).toBe(2);

@@ -78,6 +78,23 @@ describe('serve with a bad setting', () => {
     expect(r.stderr).not.toContain('hunter2');
   });
 
+  it('Postgres not reachable: a password given as a query parameter is masked', async () => {
+    const port = await freePort();
+    const r = await serve({ DATABASE_URL: `postgres://mailtally@127.0.0.1:${port}/nowhere?sslmode=disable&password=hunter2` });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`DATABASE_URL: cannot connect to postgres://mailtally@127.0.0.1:${port}/nowhere?sslmode=disable&password=***: `);
+    expect(r.stderr).not.toContain('hunter2');
+  });
+
+  it('NATS not reachable: a token in NATS_URL is masked', async () => {
+    const url = await freshDatabase();
+    const port = await freePort();
+    const r = await serve({ DATABASE_URL: url, NATS_URL: `nats://hunter2@127.0.0.1:${port}`, NATS_STREAM: 'MT_OPS_UNREACHABLE' }, 'ingest');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`NATS_URL: cannot connect to nats://***@127.0.0.1:${port}: `);
+    expect(r.stderr).not.toContain('hunter2');
+  });
+
   it('NATS not reachable: NATS_URL named with its servers', async () => {
     const url = await freshDatabase();
     const port = await freePort();

@@ -58,6 +58,12 @@ describe('loadConfig', () => {
   it('never echoes secrets back', () => {
     const found = problems({ DATABASE_URL: 'nope://user:hunter2@x', PORT: '1' });
     expect(found.join('\n')).not.toContain('hunter2');
+    // A NATS_URL it refuses is shown without its passwords and tokens.
+    const nats = problems({ NATS_URL: 'nats://ingest:hunter2@nats1:4222,http://hunter3@nats2:4222,nats://hunter4@nats3:4222' });
+    expect(nats).toHaveLength(1);
+    expect(nats[0]).toContain('nats://ingest@nats1:4222');
+    expect(nats[0]).toContain('nats://***@nats3:4222');
+    expect(nats.join('\n')).not.toMatch(/hunter[234]/);
   });
 
   it('needs TLS_CERT and TLS_KEY together', () => {
