@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { KeyVerifier, Principal } from '../keys/key-store.js';
+import { credentialKey, type KeyVerifier, type Principal } from '../keys/key-store.js';
 import { ApiError, apiErrors } from './errors.js';
 
 /** Failed attempts per client address (src/api/conventions/rate-limit.ts has the one in use). */
@@ -7,33 +7,62 @@ export interface AuthFailures {
   /** Seconds until the address may try again, or 0. */
   blockedFor(address: string): number;
   fail(address: string): void;
+  /**
+   * A check of credentials not yet proven starts for the address (`credentials`: which ones):
+   * until `end`, it counts as a failure, so guesses sent all at once meet the limit as guesses
+   * sent one after another do. The same credentials checked several times at once count once.
+   */
+  begin(address: string, credentials: string): void;
+  end(address: string, credentials: string): void;
 }
 
 /**
  * HTTP Basic (API key as user, secret key as password) → the tenant, or a 401. With `failures`
- * (every route taking Basic auth shares one), an address past its failed attempts gets 429
- * before its credentials are even looked at, so secrets cannot be guessed at speed on any route.
+ * (every route taking Basic auth shares one), an address past its failed attempts (those still
+ * being checked included) gets 429 before its credentials are even looked at, so secrets cannot
+ * be guessed at speed on any route, one at a time or all at once.
  */
 export async function authenticate(req: FastifyRequest, verifier: KeyVerifier, failures?: AuthFailures | null): Promise<Principal> {
-  if (failures == null) return check(req, verifier);
+  if (failures == null) {
+    const { publicKey, secret } = credentialsOf(req);
+    return check(verifier, publicKey, secret);
+  }
   const blocked = failures.blockedFor(req.ip);
   if (blocked > 0) throw apiErrors.tooManyRequests(blocked, 'Too many failed authentication attempts from this address; retry later');
+  let given: { publicKey: string; secret: string };
   try {
-    return await check(req, verifier);
+    given = credentialsOf(req);
+  } catch (err) {
+    failures.fail(req.ip);
+    throw err;
+  }
+  const { publicKey, secret } = given;
+  const known = verifier.cached(publicKey, secret);
+  if (known !== undefined) return known;
+  const credentials = credentialKey(publicKey, secret);
+  failures.begin(req.ip, credentials);
+  try {
+    return await check(verifier, publicKey, secret);
   } catch (err) {
     if (err instanceof ApiError && err.statusCode === 401) failures.fail(req.ip);
     throw err;
+  } finally {
+    failures.end(req.ip, credentials);
   }
 }
 
-async function check(req: FastifyRequest, verifier: KeyVerifier): Promise<Principal> {
+function credentialsOf(req: FastifyRequest): { publicKey: string; secret: string } {
   const header = req.headers.authorization;
   const match = header !== undefined ? /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header) : null;
   if (match === null) throw apiErrors.unauthorized();
   const decoded = Buffer.from(match[1] as string, 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
   if (colon <= 0) throw apiErrors.unauthorized();
-  const principal = await verifier.verify(decoded.slice(0, colon), decoded.slice(colon + 1));
+  return { publicKey: decoded.slice(0, colon), secret: decoded.slice(colon + 1) };
+}
+
+async function check(verifier: KeyVerifier, publicKey: string, secret: string): Promise<Principal> {
+  const principal = await verifier.verify(publicKey, secret);
   if (principal === null) throw apiErrors.unauthorized();
   return principal;
 }

@@ -68,6 +68,8 @@ export async function countApiKeys(db: Kysely<Database>): Promise<number> {
  */
 export class KeyVerifier {
   readonly #cache = new Map<string, { principal: Principal; expires: number }>();
+  /** Checks running, by credentials: the same credentials asked again meanwhile share one. */
+  readonly #running = new Map<string, Promise<Principal | null>>();
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -75,11 +77,24 @@ export class KeyVerifier {
     private readonly maxEntries = 10_000,
   ) {}
 
-  async verify(publicKey: string, secret: string): Promise<Principal | null> {
-    const cacheKey = `${publicKey}:${createHash('sha256').update(secret).digest('base64')}`;
-    const hit = this.#cache.get(cacheKey);
-    if (hit !== undefined && hit.expires > Date.now()) return hit.principal;
+  /** The tenant of credentials verified within the last `ttlMs`, without a lookup or a hash. */
+  cached(publicKey: string, secret: string): Principal | undefined {
+    const hit = this.#cache.get(credentialKey(publicKey, secret));
+    return hit !== undefined && hit.expires > Date.now() ? hit.principal : undefined;
+  }
 
+  async verify(publicKey: string, secret: string): Promise<Principal | null> {
+    const key = credentialKey(publicKey, secret);
+    const hit = this.#cache.get(key);
+    if (hit !== undefined && hit.expires > Date.now()) return hit.principal;
+    const running = this.#running.get(key);
+    if (running !== undefined) return running;
+    const check = this.#check(key, publicKey, secret).finally(() => this.#running.delete(key));
+    this.#running.set(key, check);
+    return check;
+  }
+
+  async #check(key: string, publicKey: string, secret: string): Promise<Principal | null> {
     // Postgres text cannot hold U+0000: such a key is no key (asking would be a database error).
     const row = publicKey.includes('\u0000')
       ? undefined
@@ -95,9 +110,14 @@ export class KeyVerifier {
 
     const principal = { apiKeyId: row.api_key_id.toString(), readOnly: row.read_only };
     if (this.#cache.size >= this.maxEntries) this.#cache.clear();
-    this.#cache.set(cacheKey, { principal, expires: Date.now() + this.ttlMs });
+    this.#cache.set(key, { principal, expires: Date.now() + this.ttlMs });
     return principal;
   }
+}
+
+/** Credentials as a map key: the public key and a hash of the secret (never the secret itself). */
+export function credentialKey(publicKey: string, secret: string): string {
+  return `${publicKey}:${createHash('sha256').update(secret).digest('base64')}`;
 }
 
 const DUMMY_HASH = `scrypt$${PARAMS.N}$${PARAMS.r}$${PARAMS.p}$${Buffer.alloc(16).toString('base64')}$${Buffer.alloc(KEY_LENGTH).toString('base64')}`;

@@ -44,6 +44,8 @@ export class RateLimiter {
  */
 export class AuthFailureLimiter {
   readonly #failures = new Map<string, { count: number; since: number }>();
+  /** Checks running per client: how many of each credentials (each distinct credentials counts once). */
+  readonly #running = new Map<string, Map<string, number>>();
 
   constructor(
     readonly maxFailures: number,
@@ -52,17 +54,34 @@ export class AuthFailureLimiter {
     private readonly maxClients = 100_000,
   ) {}
 
-  /** Seconds until the address may try again, or 0. */
+  /** Seconds until the address may try again, or 0. Checks still running count as failures. */
   blockedFor(address: string): number {
     const key = clientKey(address);
+    const running = this.#running.get(key)?.size ?? 0;
     const f = this.#failures.get(key);
-    if (f === undefined) return 0;
-    const elapsed = this.now() - f.since;
-    if (elapsed >= this.windowMs) {
-      this.#failures.delete(key);
-      return 0;
-    }
-    return f.count >= this.maxFailures ? (this.windowMs - elapsed) / 1000 : 0;
+    const elapsed = f !== undefined ? this.now() - f.since : this.windowMs;
+    if (f !== undefined && elapsed >= this.windowMs) this.#failures.delete(key);
+    const count = (elapsed < this.windowMs ? (f?.count ?? 0) : 0) + running;
+    if (count < this.maxFailures) return 0;
+    // Blocked by checks still running alone: they end within a second or two.
+    return elapsed < this.windowMs ? (this.windowMs - elapsed) / 1000 : 1;
+  }
+
+  /** A check of `credentials` (a key naming them, not the secret) starts for the address. */
+  begin(address: string, credentials: string): void {
+    const key = clientKey(address);
+    let running = this.#running.get(key);
+    if (running === undefined) this.#running.set(key, (running = new Map()));
+    running.set(credentials, (running.get(credentials) ?? 0) + 1);
+  }
+
+  end(address: string, credentials: string): void {
+    const key = clientKey(address);
+    const running = this.#running.get(key);
+    const n = running?.get(credentials);
+    if (running === undefined || n === undefined) return;
+    if (n > 1) running.set(credentials, n - 1);
+    else if (running.delete(credentials) && running.size === 0) this.#running.delete(key);
   }
 
   fail(address: string): void {

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
+import { createApiKey } from '../../../src/keys/key-store.js';
 import { type Service, startService } from '../../../src/main.js';
 import { type TestEnv, createTestEnv, quietLogger } from '../../support/harness.js';
 
@@ -79,6 +80,27 @@ describe('failed Basic-auth attempts', () => {
       expect((await call(e, attacker, basic('no-such-key', `guess-${n}`))).status).toBe(401);
     }
     for (const e of ENDPOINTS) expect((await call(e, attacker, basic(t.key.ApiKey, t.key.SecretKey))).status, e.url).toBe(429);
+  });
+});
+
+describe('guesses sent all at once', () => {
+  it('meet the limit as guesses sent one after another do: checks still running count', async () => {
+    const attacker = '203.0.113.120';
+    const e = ENDPOINTS[0];
+    const answers = await Promise.all(Array.from({ length: 60 }, (_, n) => call(e, attacker, basic(t.key.ApiKey, `burst-${n}`))));
+    const statuses = answers.map((a) => a.status);
+    expect(statuses.filter((s) => s === 401).length).toBeLessThanOrEqual(LIMIT);
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(60 - LIMIT);
+    expect(statuses.every((s) => s === 401 || s === 429)).toBe(true);
+    expect((await call(e, attacker, basic(t.key.ApiKey, t.key.SecretKey))).status).toBe(429);
+  });
+
+  it('do not block a client sending many requests at once with the right credentials, checked once', async () => {
+    const key = await createApiKey(t.db.kysely);
+    const client = '198.51.100.120';
+    const e = ENDPOINTS[0];
+    const answers = await Promise.all(Array.from({ length: 40 }, () => call(e, client, basic(key.ApiKey, key.SecretKey))));
+    expect(answers.map((a) => a.status)).toEqual(Array.from({ length: 40 }, () => 200));
   });
 });
 

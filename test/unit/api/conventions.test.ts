@@ -113,6 +113,22 @@ describe('limits', () => {
     expect(l.blockedFor('1.2.3.4')).toBe(0);
   });
 
+  it('counts checks still running as failures, each distinct credentials once', () => {
+    const l = new AuthFailureLimiter(3, 60_000, () => 0);
+    for (let i = 0; i < 10; i++) l.begin('1.2.3.4', 'same');
+    expect(l.blockedFor('1.2.3.4')).toBe(0);
+    l.begin('1.2.3.4', 'other');
+    l.begin('1.2.3.4', 'third');
+    expect(l.blockedFor('1.2.3.4')).toBe(1);
+    l.end('1.2.3.4', 'third');
+    expect(l.blockedFor('1.2.3.4')).toBe(0);
+    l.fail('1.2.3.4');
+    expect(l.blockedFor('1.2.3.4')).toBe(60);
+    for (let i = 0; i < 10; i++) l.end('1.2.3.4', 'same');
+    l.end('1.2.3.4', 'other');
+    expect(l.blockedFor('1.2.3.4')).toBe(0);
+  });
+
   it('counts an IPv6 client by its /64, so rotating addresses within it does not help', () => {
     const l = new AuthFailureLimiter(3, 60_000, () => 0);
     l.fail('2001:db8:1:2::1');
