@@ -4,7 +4,7 @@ import { type Db, connectDb } from './db/connect.js';
 import { migrateToLatest } from './db/migrate.js';
 import { withSchemaLock } from './db/schema-lock.js';
 import type { RunningIngest } from './ingest/nats-ingest.js';
-import { AuthFailureLimiter } from './api/conventions/rate-limit.js';
+import { AuthFailureLimiter, RateLimiter } from './api/conventions/rate-limit.js';
 import { type MetricSource, registerMetrics } from './http/metrics.js';
 import { assertCanListen, closeServer, createServer, listenError } from './http/server.js';
 import { registerStatusRoute } from './http/status-route.js';
@@ -163,9 +163,11 @@ export async function startService(config: Config, roles: readonly Role[], log: 
         const unlisten = await db.listen(READ_MODELS_CHANNEL, () => cache.invalidate());
         cleanup.unshift(unlisten);
       }
-      registerRestApi(http, { db: db.kysely, verifier, authFailures, limits: config.api, cache, extraRoutes: [registerEventCallbackUrlRoutes] });
+      // One request budget per key for /v3/REST and /v1/webhooks/*.
+      const rateLimiter = new RateLimiter(config.api.rateLimitPerSecond, config.api.rateLimitBurst);
+      registerRestApi(http, { db: db.kysely, verifier, authFailures, rateLimiter, limits: config.api, cache, extraRoutes: [registerEventCallbackUrlRoutes] });
       const w = config.webhooks;
-      registerWebhookAdmin(http, { db: db.kysely, verifier, authFailures, grouping: { windowMs: w.batchWindowMs, maxEvents: w.batchMaxEvents, maxBytes: w.batchMaxBytes } });
+      registerWebhookAdmin(http, { db: db.kysely, verifier, authFailures, rateLimiter, grouping: { windowMs: w.batchWindowMs, maxEvents: w.batchMaxEvents, maxBytes: w.batchMaxBytes } });
       await registerOpenApi(http, WEBHOOK_OPENAPI_PATHS);
     }
     const url = await http.listen({ port: config.http.port, host: config.http.host }).catch((err: unknown) => {

@@ -28,6 +28,8 @@ export interface RestApiDeps {
   readonly limits: { readonly rateLimitPerSecond: number; readonly rateLimitBurst: number; readonly authFailuresPerMinute: number };
   /** Failed Basic-auth attempts per address, shared with the other routes that take Basic auth; absent = this API's own. */
   readonly authFailures?: AuthFailures;
+  /** Requests per key (API_RATE_LIMIT), shared with /v1/webhooks/*; absent = this API's own. */
+  readonly rateLimiter?: RateLimiter;
   /** Answers kept until the read models change (see response-cache.ts); absent = no cache. */
   readonly cache?: ResponseCache;
   /** Write resources (e.g. eventcallbackurl) register their own routes on the authenticated scope. */
@@ -41,7 +43,7 @@ declare module 'fastify' {
 }
 
 export function registerRestApi(app: FastifyInstance, deps: RestApiDeps, resources: readonly Resource[] = RESOURCES): void {
-  const limiter = new RateLimiter(deps.limits.rateLimitPerSecond, deps.limits.rateLimitBurst);
+  const limiter = deps.rateLimiter ?? new RateLimiter(deps.limits.rateLimitPerSecond, deps.limits.rateLimitBurst);
   const failures = deps.authFailures ?? new AuthFailureLimiter(deps.limits.authFailuresPerMinute, 60_000);
   app.decorateRequest('principal', null);
 

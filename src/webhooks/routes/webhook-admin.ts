@@ -1,9 +1,10 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { type AuthFailures, authenticateFirst } from '../../http/auth.js';
 import { apiErrors } from '../../http/errors.js';
 import type { KeyVerifier } from '../../keys/key-store.js';
+import type { RateLimiter } from '../../api/conventions/rate-limit.js';
 import type { GroupingLimits } from '../enqueue.js';
 import { replayWebhookEvents, parseReplayRequest } from '../replay-webhooks.js';
 import { attemptToWire, listWebhookAttempts, parseAttemptFilters } from '../webhook-attempts.js';
@@ -18,7 +19,8 @@ import { type RawQuery, parseQuery } from '../../api/conventions/params.js';
  *   answered in the {Count, Data, Total} envelope.
  * - POST /v1/webhooks/replay — sends a range of the key's events again to its URLs:
  *   {FromPosition | FromTS, ToPosition?, ToTS?, EventType?} → 202 {Events, Deliveries, NextPosition}.
- *   Read-only keys get 403.
+ *   Read-only keys get 403; one replay per key at a time in a process (another meanwhile: 429).
+ * Both count against the key's request budget (API_RATE_LIMIT), as /v3/REST requests do.
  */
 
 export interface WebhookAdminDeps {
@@ -29,6 +31,8 @@ export interface WebhookAdminDeps {
   readonly grouping: GroupingLimits;
   /** Events replayed per call at most (NextPosition says where to continue). */
   readonly maxReplayEvents?: number;
+  /** Requests per key (API_RATE_LIMIT), shared with /v3/REST. */
+  readonly rateLimiter?: RateLimiter;
 }
 
 const paging = listSchema({});
@@ -36,7 +40,16 @@ const paging = listSchema({});
 export function registerWebhookAdmin(app: FastifyInstance, deps: WebhookAdminDeps): void {
   const reader = authenticateFirst(deps.verifier, deps.authFailures);
   const writer = authenticateFirst(deps.verifier, deps.authFailures, { writes: true });
-  app.get('/v1/webhooks/attempts', { onRequest: reader.onRequest }, async (req, reply) => {
+  /** Credentials, then the key's request budget: both before the body is read. */
+  const admitted = (auth: typeof reader) => async (req: FastifyRequest) => {
+    await auth.onRequest(req);
+    const wait = deps.rateLimiter?.take(auth.principalOf(req).apiKeyId) ?? 0;
+    if (wait > 0) throw apiErrors.tooManyRequests(wait);
+  };
+  /** Keys with a replay running in this process: one at a time per key. */
+  const replaying = new Set<string>();
+
+  app.get('/v1/webhooks/attempts', { onRequest: admitted(reader) }, async (req, reply) => {
     const principal = reader.principalOf(req);
     const raw = req.query as RawQuery;
     const page = pageOf(parseQuery(paging, raw));
@@ -47,11 +60,18 @@ export function registerWebhookAdmin(app: FastifyInstance, deps: WebhookAdminDep
     return reply.type('application/json; charset=utf-8').send(toJson(body));
   });
 
-  app.post('/v1/webhooks/replay', { onRequest: writer.onRequest }, async (req, reply) => {
+  app.post('/v1/webhooks/replay', { onRequest: admitted(writer) }, async (req, reply) => {
     const principal = writer.principalOf(req);
     const range = parseReplayRequest(req.body ?? {});
     if (!range.ok) throw apiErrors.badRequest(range.message);
-    const r = await replayWebhookEvents(deps.db, principal.apiKeyId, range.value, deps.grouping, deps.maxReplayEvents);
+    if (replaying.has(principal.apiKeyId)) throw apiErrors.tooManyRequests(1, 'A replay of this API key is already running; send the next one when it has answered');
+    replaying.add(principal.apiKeyId);
+    let r: Awaited<ReturnType<typeof replayWebhookEvents>>;
+    try {
+      r = await replayWebhookEvents(deps.db, principal.apiKeyId, range.value, deps.grouping, deps.maxReplayEvents);
+    } finally {
+      replaying.delete(principal.apiKeyId);
+    }
     return reply
       .code(202)
       .type('application/json; charset=utf-8')
