@@ -15,7 +15,8 @@ import { COUNT_SORTABLE, RECIPIENT_FILTERS, countRecordFields, countsToWire, rec
  * mj_contact_id its messages carried, 0 when none did).
  * - Boolean filters: true = at least one such message, false = none. Hardbounced / Softbounced
  *   are the same parameters as HardBounced / SoftBounced (names match without regard to case).
- * - MinLastActivityAt is inclusive, MaxLastActivityAt exclusive ([Min, Max), like FromTS/ToTS);
+ * - MinLastActivityAt and MaxLastActivityAt are both strict (greater than, less than), as the
+ *   reference has them;
  *   LastActivityAt matches the exact second.
  * - MarketingContacts, UserMarketingContacts and WorkFlowExitedCount are always 0: contact lists
  *   and workflows are not in the event log.

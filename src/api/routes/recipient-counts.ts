@@ -58,8 +58,8 @@ export const RECIPIENT_FILTERS = {
   Spam: flag('a spam complaint'),
   Unsubscribed: flag('an unsubscribe'),
   LastActivityAt: timestamp().optional().meta({ description: 'Last activity at exactly this second' }),
-  MinLastActivityAt: timestamp().optional().meta({ description: 'Last activity at or after this' }),
-  MaxLastActivityAt: timestamp().optional().meta({ description: 'Last activity before this' }),
+  MinLastActivityAt: timestamp().optional().meta({ description: 'Last activity after this (greater than)' }),
+  MaxLastActivityAt: timestamp().optional().meta({ description: 'Last activity before this (less than)' }),
 } as const;
 
 export type RecipientFilterValues = { [K in CountFilter]?: boolean | undefined } & {
@@ -75,7 +75,7 @@ export function recipientConditions(q: RecipientFilterValues): RawBuilder<unknow
     if (v !== undefined) c.push(v ? sql`${sql.ref(column)} > 0` : sql`${sql.ref(column)} = 0`);
   }
   if (q.LastActivityAt !== undefined) c.push(sql`last_activity_at = ${q.LastActivityAt}::int8`);
-  if (q.MinLastActivityAt !== undefined) c.push(sql`last_activity_at >= ${q.MinLastActivityAt}::int8`);
+  if (q.MinLastActivityAt !== undefined) c.push(sql`last_activity_at > ${q.MinLastActivityAt}::int8`);
   if (q.MaxLastActivityAt !== undefined) c.push(sql`last_activity_at < ${q.MaxLastActivityAt}::int8`);
   return c;
 }

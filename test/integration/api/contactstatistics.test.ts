@@ -96,9 +96,15 @@ describe('GET /v3/REST/contactstatistics', () => {
     ['Unsubscribed=false&Sent=true', ['dee', 'cid']],
     [`LastActivityAt=${T0 + 30}`, ['bob']],
     [`LastActivityAt=${at(T0 + 900)}`, ['cid']],
-    [`MinLastActivityAt=${T0 + 500}`, ['cid', 'ann']],
+    // ann's last activity is T0 + 500 exactly: not greater.
+    [`MinLastActivityAt=${T0 + 500}`, ['cid']],
+    [`MinLastActivityAt=${T0 + 499}`, ['cid', 'ann']],
+    // Greater than, as the reference has it: bob's last activity is T0 + 30 exactly.
+    [`MinLastActivityAt=${T0 + 30}`, ['dee', 'cid', 'ann']],
+    [`MinLastActivityAt=${T0 + 29}`, ['dee', 'bob', 'cid', 'ann']],
     [`MaxLastActivityAt=${T0 + 500}`, ['dee', 'bob']],
-    [`MinLastActivityAt=${T0 + 60}&MaxLastActivityAt=${at(T0 + 500)}`, ['dee']],
+    [`MinLastActivityAt=${T0 + 59}&MaxLastActivityAt=${at(T0 + 500)}`, ['dee']],
+    [`MinLastActivityAt=${T0 + 60}&MaxLastActivityAt=${at(T0 + 500)}`, []],
   ])('filters with %s', async (qs, expected) => {
     expect(await who(qs)).toEqual(expected);
   });

@@ -114,7 +114,9 @@ describe('GET /v3/REST/listrecipientstatistics', () => {
     ['Spam=true', []],
     ['Unsubscribed=true&ContactsList=3', ['ann3']],
     [`LastActivityAt=${T0 + 100}`, ['cid4']],
-    [`MinLastActivityAt=${T0 + 30}&MaxLastActivityAt=${T0 + 500}`, ['annBig', 'cid4']],
+    [`MinLastActivityAt=${T0 + 29}&MaxLastActivityAt=${T0 + 500}`, ['annBig', 'cid4']],
+    // Greater than: annBig's last activity is T0 + 30 exactly.
+    [`MinLastActivityAt=${T0 + 30}&MaxLastActivityAt=${T0 + 500}`, ['cid4']],
   ])('filters with %s', async (qs, expected) => {
     expect(await who(qs)).toEqual(byId(expected));
   });
