@@ -3,7 +3,7 @@ import { PROJECTIONS } from '../projections/index.js';
 import { loadConfig } from '../src/config.js';
 import { connectDb, type Db } from '../src/db/connect.js';
 import { createLogger } from '../src/logger.js';
-import { foldLog } from '../src/projector/replay.js';
+import { foldLog } from '../src/projector/fold-log.js';
 import { Projector } from '../src/projector/runner.js';
 import { median } from './ingest/report.js';
 import { scratchLog } from './replay/load-log.js';

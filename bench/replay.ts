@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import { PROJECTIONS } from '../projections/index.js';
 import type { Db } from '../src/db/connect.js';
-import { foldLog, replay, type ReplayPhase } from '../src/projector/replay.js';
+import { foldLog } from '../src/projector/fold-log.js';
+import { replay, type ReplayPhase } from '../src/projector/replay.js';
 import { median, RESULTS_DIR, sourceVersion } from './ingest/report.js';
 import { scratchLog } from './replay/load-log.js';
 import { writeFloor } from './replay/write-floor.js';

@@ -1,19 +1,17 @@
-import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connectDb, type Db } from '../src/db/connect.js';
-import { migrateToLatest } from '../src/db/migrate.js';
-import { sql } from 'kysely';
-import { appendEvents } from '../src/log/append.js';
 import { median, RESULTS_DIR, sourceVersion } from './ingest/report.js';
 import { Cleanup } from './support/cleanup.js';
 import type { BenchOptions } from './support/options.js';
-import { type ProfileSummary, formatProfileSummary, summarizeCpuProfile } from './support/cpu-profile.js';
-import { cpuMs, type MachineLoad, machineLoad, pidsNamed, sampleMachine } from './support/proc.js';
+import { formatProfileSummary } from './support/cpu-profile.js';
+import { cpuMs } from './support/proc.js';
 import { startResult } from './support/result.js';
-import { createScratchDatabase, serverFacts } from './support/scratch.js';
-import { createUrls, loadEvents, rawEvent, rows, TYPES } from './webhooks/load.js';
-import { Receiver, startDispatcher, stopProcess } from './webhooks/processes.js';
+import { serverFacts } from './support/scratch.js';
+import { rawEvent } from './webhooks/load.js';
+import { type Latency, latency, WARMUP_MAX_SECONDS } from './webhooks/latency.js';
+import { Receiver } from './webhooks/processes.js';
 import { rawPostLoop } from './webhooks/raw-loop.js';
+import { type Throughput, throughput } from './webhooks/throughput.js';
 
 /**
  * `npm run bench -- webhooks`: the dispatcher (`serve --roles dispatcher`, its own process)
@@ -39,16 +37,7 @@ import { rawPostLoop } from './webhooks/raw-loop.js';
  * its rate swung with whatever else the machine did (24k–67k requests/s on one day).
  */
 
-const TENANTS = ['1', '2', '3', '4', '5', '6', '7', '8'];
-const SLOW_TENANT = '9';
 const SLOW_MS = 5000;
-/** The latency phases' warm-up: at least this long, and until the start-up backlog is delivered… */
-const WARMUP_SECONDS = 3;
-/** …to within this much of the rate (50 ms of events still on their way)… */
-const CAUGHT_UP_MS = 50;
-/** …but no longer than this: the window then starts anyway, and the run says so. */
-const WARMUP_MAX_SECONDS = 15;
-const LATENCY_SECONDS = 8;
 
 export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
   const count = opts.events ?? 100_000;
@@ -142,35 +131,6 @@ export async function runWebhooksBench(opts: BenchOptions): Promise<void> {
   }
 }
 
-interface Throughput {
-  /** Version 1: from the tenth of the deliveries on; Version 2: the whole window. */
-  perSec: number;
-  /** From the first arrival to the last. */
-  wholePerSec: number;
-  events: number;
-  requests: number;
-  ms: number;
-  /** The dispatcher process's CPU time per event (µs): its cost, whatever else the machine does. */
-  dispatcherCpuUsPerEvent: number;
-  /** Postgres's CPU time (all its processes) per event (µs) over the same span. */
-  postgresCpuUsPerEvent: number;
-  /** The receiver's CPU time per event (µs) over the same span. */
-  receiverCpuUsPerEvent: number;
-  machine: MachineLoad;
-  /** Rows the run wrote to the outbox (Version 1: first attempts not sent straight from the log, and retries). */
-  outboxRows: number;
-  /** The dispatcher's CPU profile from its first delivery to its last (with --profile). */
-  profile: ProfileSummary | null;
-}
-interface Latency {
-  events: number;
-  p50: number;
-  p99: number;
-  max: number;
-  machine: MachineLoad;
-  /** How long the warm-up lasted, its own p99, and whether the backlog was delivered before the window (else it hit the cap). */
-  warmup: { seconds: number; p99: number; caughtUp: boolean };
-}
 interface RunResult {
   rawRate: number;
   /** The raw loop's own CPU per request (µs). */
@@ -189,217 +149,6 @@ interface RunResult {
 const progress = (line: string) => process.stderr.write(`${line}\n`);
 const warmupText = (l: Latency) => `${l.warmup.seconds} s (its p99 ${l.warmup.p99} ms${l.warmup.caughtUp ? '' : `, backlog not delivered by ${WARMUP_MAX_SECONDS} s`})`;
 const pct = (x: number) => `${Math.round(x * 100)}%`;
-
-async function scratchDb(cleanup: Cleanup): Promise<{ db: Db; url: string; drop: () => Promise<void> }> {
-  const scratch = await createScratchDatabase('mt_bench_hooks');
-  const dropDb = cleanup.add('scratch database', () => scratch.drop());
-  const db = await connectDb({ kind: 'postgres', url: scratch.url, poolSize: 4 }, { application: 'mailtally:bench' });
-  await migrateToLatest(db.kysely);
-  return {
-    db,
-    url: scratch.url,
-    drop: async () => {
-      await db.close();
-      await dropDb();
-    },
-  };
-}
-
-async function throughput(cleanup: Cleanup, receiver: Receiver, version: 1 | 2, count: number, profileDir: string | null = null): Promise<Throughput> {
-  const s = await scratchDb(cleanup);
-  try {
-    await createUrls(s.db, TENANTS, version, (t, type) => receiver.url(`/t${t}/${type}`));
-    await loadEvents(s.db, TENANTS, count, `v${version}`);
-    await receiver.reset();
-    const from = sampleMachine();
-    const child = startDispatcher(s.url, {}, profileDir);
-    const stop = cleanup.add('dispatcher', () => stopProcess(child));
-    let result: Omit<Throughput, 'profile' | 'outboxRows'>;
-    let times: { firstAt: number; doneAt: number };
-    try {
-      // The dispatcher's CPU from its first delivery on (startup, module loading, left out).
-      let first: { cpu: number; postgresCpu: Map<number, number>; receiverCpu: number; events: number; at: number } | null = null;
-      const report = await until(
-        receiver,
-        (r) => {
-          if (first === null && r.events > 0) first = { cpu: cpuMs(child.pid ?? 0), postgresCpu: postgresCpuByPid(), receiverCpu: cpuMs(receiver.pid), events: r.events, at: Date.now() };
-          return r.events >= count;
-        },
-        120_000,
-      );
-      const start = first ?? { cpu: 0, postgresCpu: new Map<number, number>(), receiverCpu: 0, events: 0, at: Date.now() };
-      const cpu = cpuMs(child.pid ?? 0) - start.cpu;
-      const receiverCpu = cpuMs(receiver.pid) - start.receiverCpu;
-      // CPU ms over the span → µs per event delivered in it.
-      const usPerEvent = (ms: number) => Math.round((ms * 1000) / Math.max(1, count - start.events));
-      // Backends started since (the dispatcher's pool growing) count in full.
-      const postgresCpu = [...postgresCpuByPid()].reduce((sum, [pid, ms]) => sum + ms - (start.postgresCpu.get(pid) ?? 0), 0);
-      times = { firstAt: start.at, doneAt: Date.now() };
-      const machine = machineLoad(from, sampleMachine());
-      if (report.events !== count || report.duplicates !== 0) throw new Error(`void run: ${count} published, ${report.events} events arrived, ${report.duplicates} duplicates`);
-      const ms = report.lastAt - report.firstAt;
-      const wholePerSec = ((version === 1 ? report.requests : report.events) * 1000) / ms;
-      result = {
-        perSec: version === 1 ? rateFromTenth((await receiver.report(true)).arrivals ?? []) : wholePerSec,
-        wholePerSec,
-        events: report.events,
-        requests: report.requests,
-        ms: Math.round(ms),
-        dispatcherCpuUsPerEvent: usPerEvent(cpu),
-        postgresCpuUsPerEvent: usPerEvent(postgresCpu),
-        receiverCpuUsPerEvent: usPerEvent(receiverCpu),
-        machine,
-      };
-    } finally {
-      await stop();
-    }
-    return { ...result, outboxRows: await outboxRowsWritten(s.db), profile: profileDir !== null ? dispatcherProfile(profileDir, times) : null };
-  } finally {
-    await s.drop();
-  }
-}
-
-/** Rows ever inserted into the outbox of the run's database (its dispatcher stopped: its statistics are flushed). */
-async function outboxRowsWritten(db: Db): Promise<number> {
-  const { rows } = await sql<{ n: string }>`SELECT coalesce(sum(n_tup_ins), 0)::text AS n FROM pg_stat_user_tables WHERE relname = 'webhook_deliveries'`.execute(db.kysely);
-  return Number(rows[0]?.n ?? 0);
-}
-
-/** Arrivals per second from the tenth arrival to the last (the window a cold process's start is left out of). */
-function rateFromTenth(arrivals: readonly (readonly [string, number])[]): number {
-  const at = arrivals.map(([, t]) => t).sort((a, b) => a - b);
-  const from = Math.floor(at.length / 10);
-  return ((at.length - from) * 1000) / ((at.at(-1) ?? 0) - (at[from] ?? 0));
-}
-
-const postgresCpuByPid = () => new Map(pidsNamed('postgres').map((pid) => [pid, cpuMs(pid)]));
-
-/** The dispatcher's profile (written as it exits), cut to its deliveries. */
-function dispatcherProfile(dir: string, t: { firstAt: number; doneAt: number }): ProfileSummary | null {
-  const exitAt = Date.now();
-  const file = readdirSync(dir)
-    .filter((f) => f.endsWith('.cpuprofile'))
-    .map((f) => `${dir}/${f}`)
-    .sort((a, b) => statSync(b).size - statSync(a).size)[0];
-  return file !== undefined ? summarizeCpuProfile(file, { fromMsBeforeEnd: exitAt - t.firstAt, toMsBeforeEnd: exitAt - t.doneAt }, 40) : null;
-}
-
-async function latency(cleanup: Cleanup, receiver: Receiver, rate: number, withSlow: boolean): Promise<Latency> {
-  const s = await scratchDb(cleanup);
-  try {
-    await createUrls(s.db, TENANTS, 1, (t, type) => receiver.url(`/t${t}/${type}`));
-    await createUrls(s.db, [SLOW_TENANT], 1, (t, type) => receiver.url(withSlow ? `/slow/${t}/${type}` : `/t${t}/${type}`));
-    await receiver.reset();
-    const child = startDispatcher(s.url);
-    const stop = cleanup.add('dispatcher', () => stopProcess(child));
-    try {
-      await waitForLease(s.db);
-      // Events decoded beforehand: the producer's own work stays out of the way.
-      const total = Math.ceil(rate * (WARMUP_MAX_SECONDS + LATENCY_SECONDS));
-      const planned = Array.from({ length: total }, (_, i) => {
-        // Two of every three events to the 8 tenants, the third to the ninth (slow, when it is).
-        const tenant = i % 3 === 2 ? SLOW_TENANT : (TENANTS[i % TENANTS.length] as string);
-        return rows(tenant, [rawEvent(tenant, TYPES[Math.floor(i / 3) % TYPES.length] as (typeof TYPES)[number], 'lat')])[0];
-      }).filter((r) => r !== undefined);
-      // Commit times of the 8 tenants' events: those of the warm-up, then those measured.
-      const warmupCommitted = new Map<string, number>();
-      const committed = new Map<string, number>();
-      const tickMs = 10;
-      const started = performance.now();
-      let from = sampleMachine();
-      let produced = 0;
-      let healthyProduced = 0;
-      let measuredFrom: number | null = null;
-      let caughtUp = false;
-      let nextCheck = started + WARMUP_SECONDS * 1000;
-      let end = Number.POSITIVE_INFINITY;
-      while (produced < planned.length && performance.now() < end) {
-        const due = Math.min(planned.length, Math.floor(((performance.now() - started) / 1000) * rate)) - produced;
-        if (due > 0) {
-          const batch = planned.slice(produced, produced + due);
-          await appendEvents(s.db.kysely, batch);
-          const at = performance.timeOrigin + performance.now();
-          for (const r of batch) {
-            if (r.api_key_id === SLOW_TENANT) continue;
-            healthyProduced += 1;
-            (measuredFrom === null ? warmupCommitted : committed).set(r.event_id, at);
-          }
-          produced += due;
-        }
-        // The warm-up lasts WARMUP_SECONDS and until the start-up backlog is delivered: a new
-        // dispatcher process runs code the JIT has not optimized yet and opens its connections,
-        // and on a slow machine the events of its first second can still be arriving seconds
-        // later. The window measures the steady state after that (or starts anyway at the cap).
-        const now = performance.now();
-        if (measuredFrom === null && now >= nextCheck) {
-          const arrived = (await receiver.report()).unique;
-          const behind = (withSlow ? healthyProduced : produced) - arrived;
-          caughtUp = behind <= (rate * CAUGHT_UP_MS) / 1000;
-          if (caughtUp || now - started >= WARMUP_MAX_SECONDS * 1000) {
-            measuredFrom = performance.now();
-            end = measuredFrom + LATENCY_SECONDS * 1000;
-            from = sampleMachine();
-          } else {
-            nextCheck = now + 250;
-          }
-        }
-        await new Promise((r) => setTimeout(r, tickMs));
-      }
-      const machine = machineLoad(from, sampleMachine());
-      await until(receiver, (r) => r.unique >= (withSlow ? healthyProduced : produced), 60_000, () => outboxState(s.db));
-      const report = await receiver.report(true);
-      const positions = await s.db.kysely.selectFrom('events').select(['event_id', 'position']).where('api_key_id', 'in', TENANTS.map(BigInt)).execute();
-      const byWebhookId = new Map(positions.map((p) => [`msg_${p.position}`, p.event_id]));
-      const latencies: number[] = [];
-      const warmupLatencies: number[] = [];
-      for (const [id, at] of report.arrivals ?? []) {
-        const eventId = byWebhookId.get(id) ?? '';
-        const t0 = committed.get(eventId);
-        if (t0 !== undefined) latencies.push(Math.max(0, at - t0));
-        const w0 = warmupCommitted.get(eventId);
-        if (w0 !== undefined) warmupLatencies.push(Math.max(0, at - w0));
-      }
-      if (latencies.length !== committed.size) throw new Error(`void run: ${committed.size} healthy events published, ${latencies.length} arrived`);
-      const q = (xs: number[], p: number) => Math.round((xs[Math.min(xs.length - 1, Math.floor(p * xs.length))] ?? NaN) * 10) / 10;
-      latencies.sort((a, b) => a - b);
-      warmupLatencies.sort((a, b) => a - b);
-      const warmup = { seconds: Math.round(((measuredFrom ?? started) - started) / 100) / 10, p99: q(warmupLatencies, 0.99), caughtUp };
-      return { events: latencies.length, p50: q(latencies, 0.5), p99: q(latencies, 0.99), max: q(latencies, 1), machine, warmup };
-    } finally {
-      await stop();
-    }
-  } finally {
-    await s.drop();
-  }
-}
-
-async function until(receiver: Receiver, done: (r: Awaited<ReturnType<Receiver['report']>>) => boolean, timeoutMs: number, state?: () => Promise<string>) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const r = await receiver.report();
-    if (done(r)) return r;
-    if (Date.now() > deadline) throw new Error(`void run: timed out with ${r.events} events / ${r.unique} ids at the receiver${state !== undefined ? `; ${await state()}` : ''}`);
-    await new Promise((res) => setTimeout(res, 100));
-  }
-}
-
-/** What the dispatcher left undone, for a void run's message. */
-async function outboxState(db: Db): Promise<string> {
-  const { rows: r } = await sql<{ retry: boolean; claimed: boolean; n: number }>`
-    SELECT retry, claim IS NOT NULL AS claimed, count(*)::int AS n FROM webhook_deliveries GROUP BY 1, 2`.execute(db.kysely);
-  const cp = await db.kysely.selectFrom('checkpoints').select('position').where('name', '=', 'webhooks').executeTakeFirst();
-  const head = await db.kysely.selectFrom('events').select((eb) => eb.fn.max('position').as('h')).executeTakeFirst();
-  return `outbox ${JSON.stringify(r)}, checkpoint ${cp?.position ?? '-'} of ${String(head?.h ?? '-')}`;
-}
-
-async function waitForLease(db: Db): Promise<void> {
-  for (let i = 0; i < 300; i++) {
-    const row = await db.kysely.selectFrom('leases').select('owner').where('name', '=', 'webhooks:fanout').executeTakeFirst();
-    if (row !== undefined) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('the dispatcher did not start within 30 s');
-}
 
 function print(s: {
   rawPostsPerSec: number;

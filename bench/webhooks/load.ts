@@ -9,6 +9,7 @@ import { createCallbackUrl } from '../../src/webhooks/callback-url-store.js';
  * (~450 bytes, 64-bit MessageIDs), the seven types in turn, tenants interleaved.
  */
 
+export const TENANTS = ['1', '2', '3', '4', '5', '6', '7', '8'];
 export const TYPES = ['sent', 'open', 'click', 'bounce', 'blocked', 'spam', 'unsub'] as const;
 const UA = 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_4 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Mobile/15E148';
 

@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { mailtallyArgv } from '../support/service.js';
 import type { ReceiverReport } from './receiver.js';
 
-/** The benchmark's child processes: the receiver (IPC-driven) and the dispatcher (the real CLI). */
+/** The benchmark's child processes: the receiver (IPC-driven) and the dispatcher (the real CLI); waiting on what the receiver got. */
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const RECEIVER = fileURLToPath(new URL('./receiver.ts', import.meta.url));
@@ -76,4 +76,15 @@ export async function stopProcess(child: ChildProcess): Promise<void> {
   const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
   await exited;
   clearTimeout(timer);
+}
+
+/** Polls the receiver's report until `done`; past `timeoutMs` the run is void (with `state`: what was left undone). */
+export async function until(receiver: Receiver, done: (r: Awaited<ReturnType<Receiver['report']>>) => boolean, timeoutMs: number, state?: () => Promise<string>) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await receiver.report();
+    if (done(r)) return r;
+    if (Date.now() > deadline) throw new Error(`void run: timed out with ${r.events} events / ${r.unique} ids at the receiver${state !== undefined ? `; ${await state()}` : ''}`);
+    await new Promise((res) => setTimeout(res, 100));
+  }
 }

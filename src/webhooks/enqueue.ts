@@ -99,6 +99,13 @@ export const LOG_SELECT = sql`e.position, e.api_key_id, e.type, e.event_time, e.
   greatest(0, extract(epoch FROM statement_timestamp() - e.recorded_at) * 1000)::int AS age_ms,
   CASE WHEN EXISTS (SELECT 1 FROM callback_urls u WHERE u.api_key_id = e.api_key_id AND u.event_type = e.type) THEN e.payload::text END AS payload`;
 
+/** The log rows after `after`, in position order, as `enqueueEvents` takes them. */
+export async function readLogAfter(db: Kysely<Database>, after: bigint, limit: number): Promise<LogEventForWebhooks[]> {
+  const { rows } = await sql<LogEventForWebhooks>`
+    SELECT ${LOG_SELECT} FROM events e WHERE e.position > ${after} ORDER BY e.position LIMIT ${limit}`.execute(db);
+  return rows;
+}
+
 export async function enqueueEvents(
   db: Kysely<Database>,
   events: readonly LogEventForWebhooks[],

@@ -8,9 +8,12 @@ import { advanceCheckpoint, ensureCheckpoints, readCheckpoint } from '../log/che
 import { releaseLease, tryAcquireLease } from '../log/leases.js';
 import { EVENTS_CHANNEL, Wakeup } from '../log/wakeup.js';
 import type { Logger } from '../logger.js';
-import { type EnqueueResult, type FirstAttemptClaimer, type GroupingLimits, LOG_SELECT, type LogEventForWebhooks, type OpenBatch, enqueueEvents, isWebhookType } from './enqueue.js';
-import { FIRST_ATTEMPTS_CHECKPOINT, FirstAttemptLedger, ensureFirstAttemptsCheckpoint, raiseFirstAttemptsCheckpoint } from './first-attempts-ledger.js';
-import { type ClaimedDelivery, OUTBOX_CHANNEL, directPositions } from './outbox.js';
+import { type EnqueueResult, type GroupingLimits, type LogEventForWebhooks, type OpenBatch, enqueueEvents, readLogAfter } from './enqueue.js';
+import { CheckpointMoved, FAN_OUT_LEASE, WEBHOOKS_CHECKPOINT } from './fan-out-checkpoint.js';
+import { recoverFirstAttempts } from './fan-out-recovery.js';
+import { FirstAttemptLedger, ensureFirstAttemptsCheckpoint, raiseFirstAttemptsCheckpoint } from './first-attempts-ledger.js';
+import { OUTBOX_CHANNEL, directPositions } from './outbox.js';
+import { type FirstAttempts, Reservations } from './reservations.js';
 
 /**
  * Reads the log from the `webhooks` checkpoint and turns events into deliveries, committed
@@ -21,10 +24,6 @@ import { type ClaimedDelivery, OUTBOX_CHANNEL, directPositions } from './outbox.
  * at a time does this (a lease, like a projection's); any number deliver.
  */
 
-export const WEBHOOKS_CHECKPOINT = 'webhooks';
-/** The lease of the one process that fans the log out into the outbox. */
-export const FAN_OUT_LEASE = 'webhooks:fanout';
-
 export interface FanOutOptions {
   readonly batchSize: number;
   readonly pollMs: number;
@@ -32,64 +31,8 @@ export interface FanOutOptions {
   readonly grouping: GroupingLimits;
 }
 
-/**
- * Where Version 1 first attempts go when this process has room for them (the first lane):
- * after the commit they are started at once where a slot is free or queued for one, straight
- * from the log (no outbox row). Events beyond that room get outbox rows, claimed as usual.
- */
-export interface FirstAttempts {
-  /** 'url full': the URL has no room here; its next finished request in this process claims again. */
-  reserve(urlId: bigint): 'reserved' | 'queued' | 'url full' | 'lane full';
-  unreserve(urlId: bigint, kind: 'reserved' | 'queued'): void;
-  /** Rows of this URL were committed unclaimed because it was full. */
-  markBehind(urlId: bigint): void;
-  startReserved(row: ClaimedDelivery): void;
-  /** `claimedAt`: the local clock before the slot was reserved. */
-  enqueue(row: ClaimedDelivery, claimedAt: number): void;
-  /** Resolves when there is room for more (or after `maxWaitMs`): the fan-out's pace. True if it had to wait. */
-  room(maxWaitMs: number): Promise<boolean>;
-  /** How many more first attempts could start or queue now. */
-  capacity(): number;
-}
-
 /** The fan-out reads at least this many events (or its batch size, if smaller) however full the first lane is. */
 const MIN_READ = 100;
-
-/** One step's reservations: what to start or queue after the commit, give back after a failure, or leave waiting. */
-class Reservations implements FirstAttemptClaimer {
-  readonly at = Date.now();
-  /** What `reserve` gave, in the order of the rows claimed. */
-  readonly reserved: { urlId: bigint; kind: 'reserved' | 'queued' }[] = [];
-  /** Rows left unclaimed because their URL is at its cap here, and those URLs. */
-  waiting = 0;
-  readonly waitingUrls = new Set<bigint>();
-
-  constructor(private readonly first: FirstAttempts) {}
-
-  reserve(urlId: bigint): boolean {
-    const outcome = this.first.reserve(urlId);
-    if (outcome === 'url full') {
-      this.waiting += 1;
-      this.waitingUrls.add(urlId);
-    }
-    if (outcome !== 'reserved' && outcome !== 'queued') return false;
-    this.reserved.push({ urlId, kind: outcome });
-    return true;
-  }
-
-  /** After the commit: the direct first attempts start or queue, and the URLs left waiting claim again when a slot frees. */
-  committed(claimed: readonly ClaimedDelivery[]): void {
-    for (const urlId of this.waitingUrls) this.first.markBehind(urlId);
-    claimed.forEach((row, i) => {
-      if (this.reserved[i]?.kind === 'queued') this.first.enqueue(row, this.at);
-      else this.first.startReserved(row);
-    });
-  }
-
-  failed(): void {
-    for (const r of this.reserved) this.first.unreserve(r.urlId, r.kind);
-  }
-}
 
 export interface FanOutStats {
   held: boolean;
@@ -103,13 +46,6 @@ export interface FanOutStats {
   /** Times the fan-out waited for the first lane's queues to go down before reading on. */
   paced: number;
   errors: number;
-}
-
-/** The fan-out is not where this process left it: another dispatcher moved its checkpoint or holds its lease. */
-class CheckpointMoved extends Error {
-  constructor(what = 'the webhooks checkpoint was moved by another dispatcher') {
-    super(what);
-  }
 }
 
 export class FanOut {
@@ -205,12 +141,13 @@ export class FanOut {
     let position = this.#position;
     if (position === null) {
       position = await readCheckpoint(this.db.kysely, WEBHOOKS_CHECKPOINT);
-      await this.#recover(position);
+      const recovered = await recoverFirstAttempts(this.db, this.options, this.ledger, this.firstAttempts, this.onEnqueued, this.log, position);
+      this.stats.recovered += recovered;
     }
     const prefetched = this.#prefetch?.after === position ? this.#prefetch : null;
     this.#prefetch = null;
     const limit = prefetched?.limit ?? this.#readSize(0);
-    const rows = await (prefetched?.rows ?? this.#read(position, limit));
+    const rows = await (prefetched?.rows ?? readLogAfter(this.db.kysely, position, limit));
     const last = rows.at(-1);
     if (last === undefined) {
       this.#position = position;
@@ -222,7 +159,7 @@ export class FanOut {
       // Sized for what the first lane can take once this batch's deliveries are in it (rows
       // with a payload: their tenant has a URL for their type).
       const nextLimit = this.#readSize(rows.reduce((n, r) => (r.payload !== null ? n + 1 : n), 0));
-      const next = this.#read(lastPosition, nextLimit);
+      const next = readLogAfter(this.db.kysely, lastPosition, nextLimit);
       next.catch(() => {});
       this.#prefetch = { after: lastPosition, limit: nextLimit, rows: next };
     }
@@ -257,55 +194,6 @@ export class FanOut {
     if (othersToClaim(result)) this.onEnqueued(0);
     if (result.openBatches.size > 0) this.onEnqueued(Math.max(0, Math.min(...[...result.openBatches.values()].map((b) => b.closesAt)) - Date.now()));
     return true;
-  }
-
-  /**
-   * After a crash or a takeover: the events between the low-water checkpoint and the fan-out's
-   * whose Version 1 first attempt went straight from the log and has no outcome recorded (no
-   * attempt, no outbox row), and is not open in this process, are enqueued again (sent straight
-   * from the log where there is room, else as outbox rows). Their Version 2 batches were
-   * committed with the checkpoint's move and are not touched.
-   */
-  async #recover(high: bigint): Promise<void> {
-    let after = await readCheckpoint(this.db.kysely, FIRST_ATTEMPTS_CHECKPOINT);
-    const from = after;
-    if (after >= high) return;
-    // What this process has open now, taken before the query: an attempt whose outcome commits
-    // after the query leaves the ledger, but is in this snapshot (else it would be sent again).
-    const openBefore = this.ledger.snapshot();
-    const handled = await handledFirstAttempts(this.db, after, high);
-    let recovered = 0;
-    while (after < high) {
-      const rows = (await this.#read(after, this.options.batchSize)).filter((r) => BigInt(r.position) <= high);
-      const last = rows.at(-1);
-      if (last === undefined) break;
-      after = BigInt(last.position);
-      const todo = rows.filter((r) => {
-        const p = BigInt(r.position);
-        return r.payload !== null && isWebhookType(r.type) && !openBefore.has(p) && !this.ledger.has(p) && !handled.has(p);
-      });
-      if (todo.length === 0) continue;
-      const reservations = this.firstAttempts !== null ? new Reservations(this.firstAttempts) : null;
-      let result: EnqueueResult;
-      try {
-        result = await this.db.kysely.transaction().execute(async (trx) => {
-          const r = await enqueueEvents(trx, todo, this.options.grouping, new Map(), Date.now(), reservations, { versionOneOnly: true });
-          await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(trx);
-          // Still the holder: the fan-out checkpoint is where this process found it.
-          if (!(await advanceCheckpoint(trx, WEBHOOKS_CHECKPOINT, high, high))) throw new CheckpointMoved();
-          return r;
-        });
-      } catch (err) {
-        reservations?.failed();
-        throw err;
-      }
-      this.ledger.add(directPositions(result.claimed));
-      reservations?.committed(result.claimed);
-      if (result.deliveries > result.claimed.length) this.onEnqueued(0);
-      recovered += result.deliveries;
-    }
-    this.stats.recovered += recovered;
-    if (recovered > 0) this.log.warn({ from: String(from), to: String(high), recovered }, 'webhook first attempts left without an outcome were enqueued again');
   }
 
   /** When idle: raises the low-water checkpoint to what the ledger allows, as the holder. */
@@ -343,12 +231,6 @@ export class FanOut {
     return Math.max(Math.min(MIN_READ, batchSize), Math.min(batchSize, this.firstAttempts.capacity() - pending));
   }
 
-  async #read(after: bigint, limit: number): Promise<LogEventForWebhooks[]> {
-    const { rows } = await sql<LogEventForWebhooks>`
-      SELECT ${LOG_SELECT} FROM events e WHERE e.position > ${after} ORDER BY e.position LIMIT ${limit}`.execute(this.db.kysely);
-    return rows;
-  }
-
   async #renewLease(): Promise<void> {
     if (this.#stopped) return;
     try {
@@ -367,24 +249,4 @@ export class FanOut {
       this.stats.held = false;
     }
   }
-}
-
-/**
- * The positions in (`low`, `high`] whose Version 1 delivery (`msg_<position>`) has an outbox
- * row or an attempt recorded: one pass over the outbox and one over the attempts made since
- * five minutes before the first of those events entered the log (the block range index on
- * attempt times keeps that to recent rows), whatever the range's size.
- */
-async function handledFirstAttempts(db: Db, low: bigint, high: bigint): Promise<Set<bigint>> {
-  const { rows } = await sql<{ position: string }>`
-    WITH since AS (
-      SELECT coalesce((SELECT recorded_at FROM events WHERE position > ${low} ORDER BY position LIMIT 1), now()) - interval '5 minutes' AS at
-    ),
-    handled AS (
-      SELECT substr(webhook_id, 5)::bigint AS position FROM webhook_deliveries WHERE left(webhook_id, 4) = 'msg_'
-      UNION
-      SELECT substr(webhook_id, 5)::bigint FROM webhook_attempts, since WHERE attempted_at >= since.at AND left(webhook_id, 4) = 'msg_'
-    )
-    SELECT position::text AS position FROM handled WHERE position > ${low} AND position <= ${high}`.execute(db.kysely);
-  return new Set(rows.map((r) => BigInt(r.position)));
 }

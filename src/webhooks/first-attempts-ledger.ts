@@ -8,7 +8,7 @@ import type { Database } from '../db/schema.js';
  * This ledger is the fan-out process's view of the attempts still open above it: positions are
  * added when the fan-out commits them and marked done when the outcome writer commits theirs.
  * After a crash the next fan-out holder re-examines the events between the two checkpoints and
- * sends again those with neither an attempt nor an outbox row (fan-out.ts: `recover`), so at
+ * sends again those with neither an attempt nor an outbox row (fan-out-recovery.ts), so at
  * most what was in flight is sent twice.
  */
 

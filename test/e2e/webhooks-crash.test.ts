@@ -3,7 +3,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { readCheckpoint } from '../../src/log/checkpoints.js';
 import { logHead } from '../../src/log/read.js';
 import { createCallbackUrl } from '../../src/webhooks/callback-url-store.js';
-import { WEBHOOKS_CHECKPOINT } from '../../src/webhooks/fan-out.js';
+import { WEBHOOKS_CHECKPOINT } from '../../src/webhooks/fan-out-checkpoint.js';
 import { FIRST_ATTEMPTS_CHECKPOINT } from '../../src/webhooks/first-attempts-ledger.js';
 import { BIG_MESSAGE_ID } from '../support/events.js';
 import { type TestEnv, createTestEnv, waitFor } from '../support/harness.js';

@@ -9,7 +9,7 @@ import { migrateToLatest } from '../../src/db/migrate.js';
 import { WEBHOOK_EVENT_TYPES } from '../../src/events/schema.js';
 import { type CreatedApiKey, createApiKey } from '../../src/keys/key-store.js';
 import { replay } from '../../src/projector/replay.js';
-import { WEBHOOKS_CHECKPOINT } from '../../src/webhooks/fan-out.js';
+import { WEBHOOKS_CHECKPOINT } from '../../src/webhooks/fan-out-checkpoint.js';
 import { FIRST_ATTEMPTS_CHECKPOINT } from '../../src/webhooks/first-attempts-ledger.js';
 import { basicAuth } from '../support/api.js';
 import { ApiProbe, type ProbeTarget, fiveHundredsOutside } from '../support/api-probe.js';

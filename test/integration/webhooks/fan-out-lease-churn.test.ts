@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { seededRng } from '../../../bench/support/generate.js';
 import type { Db } from '../../../src/db/connect.js';
 import type { Dispatcher } from '../../../src/webhooks/dispatcher.js';
-import { FAN_OUT_LEASE as LEASE } from '../../../src/webhooks/fan-out.js';
+import { FAN_OUT_LEASE as LEASE } from '../../../src/webhooks/fan-out-checkpoint.js';
 import { openMigratedDb } from '../../support/databases.js';
 import { waitFor } from '../../support/harness.js';
 import { append } from '../../support/projections.js';

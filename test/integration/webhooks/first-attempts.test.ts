@@ -9,7 +9,7 @@ import { WebhookReceiver } from '../../support/webhook-receiver.js';
 import { hook, outboxEmpty, startDispatcher } from './fixture.js';
 import { sql } from 'kysely';
 import { readCheckpoint } from '../../../src/log/checkpoints.js';
-import { FAN_OUT_LEASE, WEBHOOKS_CHECKPOINT } from '../../../src/webhooks/fan-out.js';
+import { FAN_OUT_LEASE, WEBHOOKS_CHECKPOINT } from '../../../src/webhooks/fan-out-checkpoint.js';
 import { FIRST_ATTEMPTS_CHECKPOINT } from '../../../src/webhooks/first-attempts-ledger.js';
 import { insertDeliveries } from '../../../src/webhooks/outbox.js';
 import { waitFor } from '../../support/harness.js';
