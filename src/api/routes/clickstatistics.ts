@@ -25,7 +25,7 @@ import { defineResource } from '../resource.js';
  * - `Url` is the link as clicked, read from the event log (`click_stats` keeps only the link
  *   normalized for grouping, without utm_* and other tracking parameters, as /toplinkclicked
  *   shows it); one extra primary-key lookup per page;
- * - Sort: `ID` and `ClickedAt`, both directions; the default order is by ID;
+ * - Sort: `ID`, `ClickedAt` and `ClickedDelay`, both directions; the default order is by ID;
  * - a malformed item id is a 400 naming `ID`; an unknown one (or another tenant's) a 404.
  */
 
@@ -58,7 +58,7 @@ interface Row {
 }
 
 const COLUMNS = sql`t.id, t.message_id, t.contact_id, t.clicked_at, t.clicked_delay, t.url, t.user_agent_id`;
-const SORTABLE = { ID: sql.ref('t.id'), ClickedAt: sql.ref('t.clicked_at') };
+const SORTABLE = { ID: sql.ref('t.id'), ClickedAt: sql.ref('t.clicked_at'), ClickedDelay: sql`COALESCE(t.clicked_delay, 0)` };
 
 export const clickstatisticsResource = defineResource({
   name: 'clickstatistics',

@@ -35,7 +35,7 @@ import { defineResource } from '../resource.js';
  * Not answerable from the read models, so a 400 naming them rather than silently ignored:
  * CustomID (custom ids live only in the raw log, which is not indexed by them), Destination
  * (destination ids are not recorded), PlanSubscription and BounceReason (undocumented).
- * Sort: ID and ArrivedAt, both directions; the default order is by ID.
+ * Sort: ID, ArrivedAt and AttemptCount, both directions; the default order is by ID.
  */
 
 const SHOW = {
@@ -127,7 +127,7 @@ type Show = { [K in keyof typeof SHOW]?: boolean | undefined };
 
 const FROM = sql`messages t LEFT JOIN campaigns c ON c.api_key_id = t.api_key_id AND c.campaign_id = t.campaign_id`;
 const COLUMNS = sql`t.message_id, t.campaign_id, t.contact_id, t.sender_id, t.email, t.message_time, t.status, t.state_id, t.is_state_permanent, t.attempt_count, c.subject`;
-const SORTABLE = { ID: sql.ref('t.message_id'), ArrivedAt: sql.ref('t.message_time') };
+const SORTABLE = { ID: sql.ref('t.message_id'), ArrivedAt: sql.ref('t.message_time'), AttemptCount: sql.ref('t.attempt_count') };
 
 export const messageResource = defineResource({
   name: 'message',

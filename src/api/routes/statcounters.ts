@@ -84,6 +84,10 @@ const SORTABLE = {
   Timeslice: sql.ref('timeslice'),
   SourceID: sql.ref('source_id'),
   Total: sql.ref('total'),
+  // Always 0 (workflows are not in the event log), but sortable like every other count (a cast:
+  // a bare integer in ORDER BY would name a column by position).
+  MessageWorkFlowExitedCount: sql`CAST(0 AS int)`,
+  EventWorkflowExitedCount: sql`CAST(0 AS int)`,
   ...Object.fromEntries(Object.entries(COUNTERS).map(([wire, column]) => [wire, sql.ref(column)])),
 };
 

@@ -18,7 +18,7 @@ import { defineResource } from '../resource.js';
  * of them and never above 1: an open before its `sent` arrived, or a click with no open, shows in
  * the counts but not in the rates.
  * - EspNames (also ESP_Name): one name or a comma list, without regard to case.
- * - Sort (none in Mailjet's metadata): ESPName (default) and the counts.
+ * - Sort (none in Mailjet's metadata): ESPName (default), the counts and the rates.
  * - Keys in the order of Mailjet's documented sample.
  */
 
@@ -60,7 +60,12 @@ const record = z.object({
 
 type Row = { esp: string } & Record<Column | RateColumn, bigint>;
 
-const SORTABLE = { ESPName: sql.ref('esp'), ...Object.fromEntries(Object.entries(COUNTS).map(([wire, column]) => [wire, sql.ref(column)])) };
+const SORTABLE = {
+  ESPName: sql.ref('esp'),
+  ...Object.fromEntries(Object.entries(COUNTS).map(([wire, column]) => [wire, sql.ref(column)])),
+  // Each rate as `rate` below computes it (0 without a denominator), so the order is the one shown.
+  ...Object.fromEntries(Object.entries(RATES).map(([wire, [num, den]]) => [wire, sql`CASE WHEN ${sql.ref(den)} = 0 THEN 0 ELSE round(${sql.ref(num)}::numeric / ${sql.ref(den)}, 4) END`])),
+};
 
 export const statisticsRecipientEspResource = defineResource({
   name: 'statistics/recipient-esp',

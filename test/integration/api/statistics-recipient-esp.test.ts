@@ -116,7 +116,7 @@ describe('GET /v3/REST/statistics/recipient-esp', () => {
     ['CampaignID=-7', /Invalid parameter CampaignID/],
     ['CampaignID=7&EspNames=%00', /Invalid parameter EspNames/],
     [`CampaignID=7&EspNames=${'a'.repeat(101)}`, /Invalid parameter EspNames/],
-    ['CampaignID=7&Sort=OpenRate', /Invalid parameter Sort: "OpenRate" is not a sortable property of statistics\/recipient-esp/],
+    ['CampaignID=7&Sort=OpenRates', /Invalid parameter Sort: "OpenRates" is not a sortable property of statistics\/recipient-esp/],
     ['CampaignID=7&countOnly=maybe', /Invalid parameter countOnly/],
   ])('answers 400 naming the parameter for "%s"', async (qs, message) => {
     const res = await f.get(`/v3/REST/statistics/recipient-esp?${qs}`);
