@@ -170,8 +170,9 @@ export const statcountersResource = defineResource({
     if (s.sourceIds !== null) {
       where.push(s.sourceIds.length === 1 ? sql`source_id = ${(s.sourceIds[0] as bigint).toString()}::int8` : sql`source_id = ANY(${s.sourceIds.map(String)}::int8[])`);
     }
-    // Slices that overlap [FromTS, ToTS).
-    if (s.from !== null) where.push(sql`timeslice > ${s.from - res.seconds}::int8`);
+    // Slices in [FromTS, ToTS): those whose start (Timeslice) is in it (CONTRACT.md §2), so a
+    // slice that began before FromTS, and holds counts from before it, is not listed.
+    if (s.from !== null) where.push(sql`timeslice >= ${s.from}::int8`);
     if (s.to !== null) where.push(sql`timeslice < ${s.to}::int8`);
     const { rows, total } = await readList<Row>(
       db,

@@ -46,6 +46,20 @@ describe('GET /v3/REST/statcounters', () => {
     expect(body.Total).toBe(2);
   });
 
+  it('lists the slices that start in [FromTS, ToTS), not one that began before FromTS', async () => {
+    const days = async (from: string, to = '2023-11-17T00:00:00Z') => {
+      const res = await f.get(`/v3/REST/statcounters?CounterSource=Campaign&SourceID=7&CounterTiming=Event&CounterResolution=Day&FromTS=${from}&ToTS=${to}`);
+      expect(res.status).toBe(200);
+      return (res.body as { Data: Record<string, unknown>[] }).Data.map((r) => r['Timeslice']);
+    };
+    // The 14th's slice holds T0's events, before 23:50: not listed from 23:50 on.
+    expect(await days('2023-11-14T23:50:00Z')).toEqual(['2023-11-15T00:00:00Z']);
+    expect(await days('2023-11-14T00:00:00Z')).toEqual(['2023-11-14T00:00:00Z', '2023-11-15T00:00:00Z']);
+    // ToTS bounds the starts: the 15th's slice starts before 2023-11-15T00:00:01Z.
+    expect(await days('2023-11-14T00:00:00Z', '2023-11-15T00:00:01Z')).toEqual(['2023-11-14T00:00:00Z', '2023-11-15T00:00:00Z']);
+    expect(await days('2023-11-14T00:00:00Z', '2023-11-15T00:00:00Z')).toEqual(['2023-11-14T00:00:00Z']);
+  });
+
   it('sorts by time or a counter, in every spelling of the direction', async () => {
     for (const sort of ['Timeslice DESC', 'Timeslice+DESC', 'timeslice desc', 'Total', 'total ASC', 'MessageOpenedCount, Timeslice DESC']) {
       const res = await f.get(`/v3/REST/statcounters?CounterSource=Campaign&SourceID=7&CounterTiming=Event&CounterResolution=Day&FromTS=${DAY0}&Sort=${encodeURIComponent(sort)}`);
