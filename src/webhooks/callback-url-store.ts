@@ -8,6 +8,7 @@ import {
   parseCallbackUrlCreate,
   parseCallbackUrlPatch,
 } from './callback-url-input.js';
+import { WEBHOOK_EVENT_TYPES } from '../events/schema.js';
 import { generateSigningSecret } from './signing.js';
 
 /**
@@ -177,6 +178,28 @@ export function fromRow(row: CallbackUrlRow): CallbackUrl {
 }
 
 /** An id from a path or a body: a positive integer that fits a bigint column, else null. */
+/**
+ * The ID an item path names: the ID itself, or the resource's unique key `EventType|Backup`
+ * (Mailjet's metadata), as `open` (the primary URL for opens), `open|false` or `open|true` (the
+ * backup; `1`/`0` too), names without regard to case. Null when it names none of the tenant's.
+ */
+export async function findCallbackUrlId(db: Kysely<Database>, apiKeyId: Id, id: string): Promise<bigint | null> {
+  const numeric = parseId(id);
+  if (numeric !== null) return numeric;
+  const m = /^\s*([a-z]+)\s*(?:\|\s*(true|false|1|0)\s*)?$/i.exec(id);
+  const eventType = WEBHOOK_EVENT_TYPES.find((t) => t === m?.[1]?.toLowerCase());
+  if (m === null || eventType === undefined) return null;
+  const isBackup = m[2] !== undefined && ['true', '1'].includes(m[2].toLowerCase());
+  const row = await db
+    .selectFrom('callback_urls')
+    .select('id')
+    .where('api_key_id', '=', BigInt(apiKeyId))
+    .where('event_type', '=', eventType)
+    .where('is_backup', '=', isBackup)
+    .executeTakeFirst();
+  return row === undefined ? null : BigInt(row.id);
+}
+
 export function parseId(id: Id): bigint | null {
   const text = String(id).trim();
   if (!/^\d{1,19}$/.test(text)) return null;

@@ -6,6 +6,7 @@ import {
   CallbackUrlError,
   createCallbackUrl,
   deleteCallbackUrl,
+  findCallbackUrlId,
   getCallbackUrl,
   listCallbackUrls,
   toWire,
@@ -19,7 +20,8 @@ import { type RestApiDeps, principalOf, refuseOtherMethods, sendRecords } from '
  * /v3/REST/eventcallbackurl — a tenant's webhook URLs (the store and its rules are in
  * src/webhooks/): GET list (filters EventType as a name or node-mailjet's number, Status,
  * Backup, Version, APIKey; Limit/Offset/countOnly; Sort by ID), GET item, POST (201), PUT with
- * PATCH semantics (200), DELETE (204, empty; node-mailjet's `{}` body is fine). Read-only keys
+ * PATCH semantics (200), DELETE (204, empty; node-mailjet's `{}` body is fine). An item is named
+ * by its ID or by the unique key `EventType|Backup` (`open`, `open|true`). Read-only keys
  * get 403 on writes; another tenant's ID is a 404. The POST answer also carries the URL's
  * Standard Webhooks `SigningSecret`, shown this once.
  */
@@ -46,8 +48,9 @@ export function registerEventCallbackUrlRoutes(scope: FastifyInstance, deps: Res
   });
 
   scope.get(ITEM_PATH, async (req, reply) => {
-    const found = await getCallbackUrl(db, principalOf(req).apiKeyId, idOf(req));
-    return sendOne(reply, found);
+    const principal = principalOf(req);
+    const id = await findCallbackUrlId(db, principal.apiKeyId, idOf(req));
+    return sendOne(reply, id === null ? null : await getCallbackUrl(db, principal.apiKeyId, id));
   });
 
   scope.post(URL_PATH, async (req, reply) => {
@@ -58,13 +61,15 @@ export function registerEventCallbackUrlRoutes(scope: FastifyInstance, deps: Res
 
   scope.put(ITEM_PATH, async (req, reply) => {
     const principal = writer(req);
-    const updated = await translated(() => updateCallbackUrl(db, principal.apiKeyId, idOf(req), req.body ?? {}));
+    const id = await findCallbackUrlId(db, principal.apiKeyId, idOf(req));
+    const updated = await translated(() => updateCallbackUrl(db, principal.apiKeyId, id ?? 0n, req.body ?? {}));
     return sendOne(reply, updated);
   });
 
   scope.delete(ITEM_PATH, async (req, reply) => {
     const principal = writer(req);
-    if (!(await deleteCallbackUrl(db, principal.apiKeyId, idOf(req)))) throw apiErrors.notFound();
+    const id = await findCallbackUrlId(db, principal.apiKeyId, idOf(req));
+    if (id === null || !(await deleteCallbackUrl(db, principal.apiKeyId, id))) throw apiErrors.notFound();
     return reply.code(204).send();
   });
 

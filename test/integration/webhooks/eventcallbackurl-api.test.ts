@@ -139,3 +139,34 @@ describe('PUT and DELETE', () => {
     expect((await f.request('PUT', PATH, { body: {} })).status).toBe(405);
   });
 });
+
+describe('an item named by its unique key EventType|Backup', () => {
+  it('GET, PUT and DELETE take `spam` (the primary) and `spam|true` (the backup), names in any case', async () => {
+    const primary = await create({ EventType: 'spam', Url: 'https://example.com/spam' });
+    const backup = await create({ EventType: 'spam', Url: 'https://example.com/spam-backup', IsBackup: true });
+    const ids = async (path: string, key = f.keys.a) => {
+      const res = await f.get(`${PATH}/${path}`, key);
+      return res.status === 200 ? data(res.body).map((r) => r['ID']) : res.status;
+    };
+    expect(await ids('spam')).toEqual([primary['ID']]);
+    expect(await ids('SPAM|false')).toEqual([primary['ID']]);
+    expect(await ids('spam|0')).toEqual([primary['ID']]);
+    expect(await ids('spam|true')).toEqual([backup['ID']]);
+    expect(await ids(encodeURIComponent('spam|1'))).toEqual([backup['ID']]);
+    // Each tenant's own: key b's `spam` is b's URL.
+    const ofB = data((await f.get(`${PATH}?EventType=spam&Backup=false`, f.keys.b)).body).map((r) => r['ID']);
+    expect(ofB).toHaveLength(1);
+    expect(await ids('spam', f.keys.b)).toEqual(ofB);
+    expect(ofB).not.toEqual([primary['ID']]);
+    // An event type with no URL, a name that is no event type: 404.
+    expect(await ids('unsub|true')).toBe(404);
+    expect(await ids('nope')).toBe(404);
+
+    const put = await f.request('PUT', `${PATH}/spam|true`, { body: { Url: 'https://example.com/spam-backup-2' } });
+    expect(put.status).toBe(200);
+    expect(data(put.body)[0]).toMatchObject({ ID: backup['ID'], Url: 'https://example.com/spam-backup-2' });
+    expect((await f.request('DELETE', `${PATH}/spam|true`, { body: {} })).status).toBe(204);
+    expect(await ids('spam|true')).toBe(404);
+    expect(await ids('spam')).toEqual([primary['ID']]);
+  });
+});
