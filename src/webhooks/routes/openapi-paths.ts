@@ -77,7 +77,7 @@ const ATTEMPT = {
   },
 };
 
-const ID_PARAM = { name: 'id', in: 'path', required: true, schema: { type: 'integer' } };
+const ID_PARAM = { name: 'id', in: 'path', required: true, description: 'The ID, or the unique key EventType|Backup (`open`, `open|true` for the backup)', schema: { type: 'string', pattern: '^([0-9]+|[A-Za-z]+(\\|(true|false|1|0))?)$' } };
 const TAGS = ['webhooks'];
 
 export const WEBHOOK_OPENAPI_PATHS: Record<string, unknown> = {
