@@ -5,7 +5,8 @@
  * A request stores its answer only if no notification arrived while it ran, so an answer read
  * from an older snapshot is never kept. `ttlMs` bounds an entry's age in case notifications are
  * lost (a dropped LISTEN connection is re-established and counted as a change). Memory is bounded
- * by `maxBytes` over all answers, not only by their count: 10,000 pages of 250 KB would be 2.5 GB.
+ * by `maxBytes` over all answers and their keys, not only by their count: 10,000 pages of 250 KB
+ * would be 2.5 GB, 10,000 keys of 15 KB URLs 150 MB.
  */
 export const READ_MODELS_CHANNEL = 'mailtally_read_models';
 
@@ -13,7 +14,7 @@ export interface ResponseCacheOptions {
   /** Answers kept at most (0: no cache). */
   readonly maxEntries: number;
   readonly ttlMs: number;
-  /** Characters of all kept answers together (at most a byte each in memory for ASCII JSON). */
+  /** Characters of all kept answers and their keys together (at most a byte each in memory for ASCII JSON). */
   readonly maxBytes?: number;
   /** A larger answer is not kept. */
   readonly maxBodyBytes?: number;
@@ -23,7 +24,7 @@ export interface ResponseCacheOptions {
 export class ResponseCache {
   #generation = 0;
   #bytes = 0;
-  readonly #entries = new Map<string, { body: string; generation: number; expires: number }>();
+  readonly #entries = new Map<string, { body: string; size: number; generation: number; expires: number }>();
   /** Answers being computed: identical requests arriving meanwhile wait for the same one. */
   readonly #inFlight = new Map<string, { generation: number; body: Promise<string> }>();
   readonly maxEntries: number;
@@ -96,18 +97,21 @@ export class ResponseCache {
   set(key: string, body: string, generation: number): void {
     if (!this.enabled || generation !== this.#generation || body.length > this.maxBodyBytes) return;
     this.#delete(key);
+    // The key counts too: it holds the request's URL, whose unknown parameters any client may
+    // make as long as the server takes.
+    const size = key.length + body.length;
     // Oldest first (a Map keeps insertion order), until the new answer fits both bounds.
-    while (this.#entries.size > 0 && (this.#entries.size >= this.maxEntries || this.#bytes + body.length > this.maxBytes)) {
+    while (this.#entries.size > 0 && (this.#entries.size >= this.maxEntries || this.#bytes + size > this.maxBytes)) {
       this.#delete(this.#entries.keys().next().value as string);
     }
-    this.#entries.set(key, { body, generation, expires: this.now() + this.ttlMs });
-    this.#bytes += body.length;
+    this.#entries.set(key, { body, size, generation, expires: this.now() + this.ttlMs });
+    this.#bytes += size;
   }
 
   #delete(key: string): void {
     const e = this.#entries.get(key);
     if (e === undefined) return;
     this.#entries.delete(key);
-    this.#bytes -= e.body.length;
+    this.#bytes -= e.size;
   }
 }

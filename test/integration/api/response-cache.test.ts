@@ -103,10 +103,18 @@ describe('ResponseCache', () => {
     expect(c.bytes).toBeLessThanOrEqual(100);
     expect([0, 1, 2, 3, 4, 5, 6].map((i) => c.get(`k${i}`))).toEqual(Array(7).fill(undefined));
     expect([7, 8, 9].map((i) => c.get(`k${i}`))).toEqual(['7'.repeat(30), '8'.repeat(30), '9'.repeat(30)]);
-    // The same key again replaces its answer and its size.
+    // The same key again replaces its answer and its size (keys count: 2 + 30 for k7, k8; 2 + 1 for k9).
     c.set('k9', 'x', 0);
-    expect(c.bytes).toBe(61);
+    expect(c.bytes).toBe(67);
     c.invalidate();
     expect(c.bytes).toBe(0);
+  });
+
+  it('counts the keys too: long URLs with tiny answers stay within the bound', () => {
+    const c = new ResponseCache({ maxEntries: 1000, ttlMs: 60_000, maxBytes: 1000 });
+    for (let i = 0; i < 100; i++) c.set(`a\n/v3/REST/message?junk=${'x'.repeat(300)}&n=${i}`, '{}', 0);
+    expect(c.bytes).toBeLessThanOrEqual(1000);
+    expect(c.get(`a\n/v3/REST/message?junk=${'x'.repeat(300)}&n=99`)).toBe('{}');
+    expect(c.get(`a\n/v3/REST/message?junk=${'x'.repeat(300)}&n=0`)).toBeUndefined();
   });
 });
