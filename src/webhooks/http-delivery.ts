@@ -21,6 +21,8 @@ export interface HttpDeliveryOptions {
   readonly connectionsPerUrl?: number;
   /** Name resolution (tests swap it to simulate DNS answers). */
   readonly resolve?: typeof dns.lookup;
+  /** How often endpoints unused since the last sweep are let go (IDLE_SWEEP_MS by default). */
+  readonly idleSweepMs?: number;
 }
 
 export interface HttpOutcome {
@@ -52,16 +54,47 @@ interface Endpoint extends Target {
   pool: Pool | null;
 }
 
-/** URLs kept parsed and pooled, by their pool key; past this many, all are let go (pools closed as their requests end). */
+/** URLs kept parsed and pooled, by their pool key; past this many, the idle ones go, then all (pools closed as their requests end). */
 const MAX_ENDPOINTS = 10_000;
+/**
+ * An endpoint not used between two sweeps this far apart is let go (its pool closed): a URL
+ * deleted, dead or quiet stops holding a pool after 5 to 10 minutes (its sockets, kept alive
+ * at most a minute, are gone by then anyway).
+ */
+const IDLE_SWEEP_MS = 5 * 60_000;
+
+interface Kept {
+  url: string;
+  endpoint: Endpoint | null;
+  /** Used since the last sweep. */
+  used: boolean;
+}
 
 export class HttpDelivery {
   readonly #connect: buildConnector.connector;
   /** Pool key → the URL text it was made for and its endpoint (null: not an http(s) URL). */
-  readonly #endpoints = new Map<string, { url: string; endpoint: Endpoint | null }>();
+  readonly #endpoints = new Map<string, Kept>();
+  readonly #sweeper: NodeJS.Timeout;
 
   constructor(private readonly options: HttpDeliveryOptions) {
     this.#connect = buildConnector({ timeout: Math.min(options.deadlineMs, 10_000), lookup: guardedLookup(options.allowList, options.resolve) });
+    this.#sweeper = setInterval(() => this.sweep(), options.idleSweepMs ?? IDLE_SWEEP_MS).unref();
+  }
+
+  /** Endpoints kept now (pools of URLs used lately). */
+  get endpoints(): number {
+    return this.#endpoints.size;
+  }
+
+  /** Lets go of the endpoints not used since the last sweep; the others wait for the next. */
+  sweep(): void {
+    for (const [key, kept] of this.#endpoints) {
+      if (kept.used) kept.used = false;
+      else {
+        this.#endpoints.delete(key);
+        void kept.endpoint?.pool?.close().catch(() => {});
+      }
+    }
   }
 
   /**
@@ -87,6 +120,7 @@ export class HttpDelivery {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.#sweeper);
     const pools = [...this.#endpoints.values()].flatMap((e) => (e.endpoint?.pool != null ? [e.endpoint.pool] : []));
     this.#endpoints.clear();
     await Promise.all(pools.map((p) => p.destroy()));
@@ -94,17 +128,23 @@ export class HttpDelivery {
 
   #endpoint(key: string, url: string): Endpoint | null {
     const known = this.#endpoints.get(key);
-    if (known !== undefined && known.url === url) return known.endpoint;
+    if (known !== undefined && known.url === url) {
+      known.used = true;
+      return known.endpoint;
+    }
     // A URL whose text changed (a PUT) lets its old pool go as its requests end.
     if (known !== undefined) void known.endpoint?.pool?.close().catch(() => {});
     else if (this.#endpoints.size >= MAX_ENDPOINTS) {
-      for (const e of this.#endpoints.values()) void e.endpoint?.pool?.close().catch(() => {});
-      this.#endpoints.clear();
+      this.sweep();
+      if (this.#endpoints.size >= MAX_ENDPOINTS) {
+        for (const e of this.#endpoints.values()) void e.endpoint?.pool?.close().catch(() => {});
+        this.#endpoints.clear();
+      }
     }
     const split = splitUrl(url);
     const refusal = split === null ? null : literalHostRefusal(split.hostname, this.options.allowList);
     const endpoint = split === null ? null : { ...split, refusal, pool: refusal === null ? this.#pool(split.origin) : null };
-    this.#endpoints.set(key, { url, endpoint });
+    this.#endpoints.set(key, { url, endpoint, used: true });
     return endpoint;
   }
 

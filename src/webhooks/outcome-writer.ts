@@ -39,7 +39,15 @@ export interface OutcomeWriterOptions {
   readonly maxBatch: number;
   /** How long the first result of a batch may wait for company. */
   readonly lingerMs: number;
+  /** URLs whose last written success and failure this writer remembers at most (MAX_REMEMBERED_URLS). */
+  readonly maxRememberedUrls?: number;
 }
+
+/**
+ * Past this many URLs remembered, the writer forgets them all (URLs deleted or gone quiet would
+ * otherwise stay for good); forgetting only costs each URL's next success one more write.
+ */
+const MAX_REMEMBERED_URLS = 10_000;
 
 
 const ids = (rs: readonly AttemptResult[]): string[] => rs.map((r) => String(r.delivery.id));
@@ -71,6 +79,11 @@ export class OutcomeWriter {
     private readonly onDirectDone: (positions: readonly bigint[]) => void = () => {},
   ) {
     this.#successEveryMs = Math.min(1000, retryWindowMs(options.retryScheduleSeconds) / 20);
+  }
+
+  /** URLs whose last written success or failure is remembered now. */
+  get rememberedUrls(): number {
+    return new Set([...this.#successWritten.keys(), ...this.#failedSince]).size;
   }
 
   push(result: AttemptResult): void {
@@ -291,6 +304,11 @@ export class OutcomeWriter {
       else this.#failedSince.add(h.id);
     }
     for (const f of written.failing) this.#failedSince.add(f.id);
+    // Forgotten together: a URL in neither has its next success written (see the filter above).
+    if (this.#successWritten.size + this.#failedSince.size > (this.options.maxRememberedUrls ?? MAX_REMEMBERED_URLS)) {
+      this.#successWritten.clear();
+      this.#failedSince.clear();
+    }
 
     const s = this.stats;
     s.delivered += counts.delivered;

@@ -135,3 +135,21 @@ describe('requests', () => {
     expect(new Set(receiver.requests.map((r) => r.remotePort)).size).toBeLessThanOrEqual(2);
   });
 });
+
+describe('pools of URLs no longer used', () => {
+  it('are let go at the second sweep without a request, kept while requests come', async () => {
+    const c = client({ idleSweepMs: 3_600_000 });
+    const url = `http://127.0.0.1:${receiver.port}/hook`;
+    for (const id of ['1', '2', '3']) expect((await c.post(url, { 'webhook-id': `msg_${id}` }, '{}', id)).ok).toBe(true);
+    expect(c.endpoints).toBe(3);
+    c.sweep();
+    // Used since the last sweep: kept, once.
+    expect(c.endpoints).toBe(3);
+    expect((await c.post(url, { 'webhook-id': 'msg_4' }, '{}', '2')).ok).toBe(true);
+    c.sweep();
+    expect(c.endpoints).toBe(1);
+    // A URL let go works again when asked for (a new pool).
+    expect((await c.post(url, { 'webhook-id': 'msg_5' }, '{}', '1')).ok).toBe(true);
+    expect(c.endpoints).toBe(2);
+  });
+});

@@ -114,6 +114,28 @@ describe('outcomes the database could refuse', () => {
     for (const r of due.rows) expect(Number(r.days)).toBeGreaterThan(30);
   });
 
+  it('remembers a bounded number of URLs, and a URL forgotten after a failure has its next success written', async () => {
+    const writer = new OutcomeWriter(db.kysely, { retryScheduleSeconds: [60], maxBatch: 10, lingerMs: 1, maxRememberedUrls: 3 }, newStats(), quietLogger(), () => undefined);
+    const OK: HttpOutcome = { ...FAILED, ok: true, statusCode: 200, errorClass: null };
+    // Direct first attempts at log positions no event has (a later test's events must not look handled).
+    const direct = async (tenant: string, n = tenant) => ({ ...(await firstTry(tenant, true)), direct: 900_000_000_000n + BigInt(n), webhookId: `msg_${900_000_000_000n + BigInt(n)}` });
+    const failing = await direct('55');
+    await writer.write([{ delivery: failing, http: FAILED, attemptedAt: new Date() }]);
+    expect(writer.rememberedUrls).toBe(1);
+    for (const tenant of ['56', '57']) await writer.write([{ delivery: await direct(tenant), http: OK, attemptedAt: new Date() }]);
+    expect(writer.rememberedUrls).toBe(3);
+    // A fourth: past the bound, all are forgotten.
+    await writer.write([{ delivery: await direct('58'), http: OK, attemptedAt: new Date() }]);
+    expect(writer.rememberedUrls).toBe(0);
+    // The URL that failed now answers: its success is written, clearing its failure.
+    const before = await db.kysely.selectFrom('callback_urls').select(['failing_since']).where('id', '=', failing.urlId).executeTakeFirstOrThrow();
+    expect(before.failing_since).not.toBeNull();
+    await writer.write([{ delivery: { ...failing, direct: 900_000_000_059n, webhookId: 'msg_900000000059' }, http: OK, attemptedAt: new Date() }]);
+    const after = await db.kysely.selectFrom('callback_urls').select(['failing_since', 'last_success_at']).where('id', '=', failing.urlId).executeTakeFirstOrThrow();
+    expect(after.failing_since).toBeNull();
+    expect(after.last_success_at).not.toBeNull();
+  });
+
   it('a result the database refuses as data is dropped alone; the others are written', async () => {
     const poison = await firstTry('53', false);
     const good = await firstTry('54', false);
