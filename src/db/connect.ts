@@ -21,6 +21,7 @@ export interface Db {
 }
 
 const INT8_OID = 20;
+const BYTEA_OID = 17;
 
 /** int8 → bigint on both drivers, so positions and ids never pass through a double. */
 const pgTypes = {
@@ -66,7 +67,9 @@ export async function connectDb(config: Config['database'], opts: { application?
   const unlock = acquireDataDirLock(config.dataDir);
   try {
     const client = await PGlite.create(config.dataDir, {
-      parsers: { [INT8_OID]: (v: string) => BigInt(v) },
+      // bytea as a Buffer, as pg gives it (PGlite's own parser gives a plain Uint8Array, whose
+      // toString('base64') joins the bytes with commas). The text form is hex: `\x` then 2 digits a byte.
+      parsers: { [INT8_OID]: (v: string) => BigInt(v), [BYTEA_OID]: (v: string) => Buffer.from(v.slice(2), 'hex') },
     });
     const kysely = new Kysely<Database>({ dialect: pgliteDialect(client) });
     return {
