@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.js';
+import { isApiKeyId } from './events/schema.js';
 
 /** The `mailtally` command. */
 
@@ -58,14 +59,15 @@ async function main(argv: string[]): Promise<number> {
       if (rest[0] !== 'create') throw new UsageError('keys: the only subcommand is `keys create [--read-only]`');
       return (await import('./cli/keys.js')).runKeysCreate(config, values['read-only']);
     case 'publish': {
+      const apiKeyId = apiKeyIdFlag(values['api-key-id']);
       const publish = await import('./cli/publish.js');
       const url = values.url;
       if (url !== undefined) asUsageError(() => publish.checkPublishUrl(url));
-      return publish.runPublish(config, requireFile(rest[0], 'publish'), { apiKeyId: values['api-key-id'], url });
+      return publish.runPublish(config, requireFile(rest[0], 'publish'), { apiKeyId, url });
     }
     case 'import':
       return (await import('./cli/import.js')).runImport(config, requireFile(rest[0], 'import'), {
-        apiKeyId: values['api-key-id'],
+        apiKeyId: apiKeyIdFlag(values['api-key-id']),
         batchSize: values['batch-size'] !== undefined ? positiveInt(values['batch-size'], '--batch-size', MAX_IMPORT_BATCH) : 5000,
       });
     case 'replay': {
@@ -92,6 +94,11 @@ function positiveInt(text: string, flag: string, max = Number.MAX_SAFE_INTEGER):
   if (!Number.isSafeInteger(n) || n <= 0) throw new UsageError(`${flag} must be a positive whole number (got ${JSON.stringify(text)})`);
   if (n > max) throw new UsageError(`${flag} must be at most ${max} (got ${text})`);
   return n;
+}
+
+function apiKeyIdFlag(text: string | undefined): string | undefined {
+  if (text !== undefined && !isApiKeyId(text)) throw new UsageError(`--api-key-id must be a positive 64-bit integer (got ${JSON.stringify(text)})`);
+  return text;
 }
 
 /** The options every command takes; an unknown one, or one without its value, is a usage error (exit 2). */

@@ -244,6 +244,26 @@ describe('errors and migrate', () => {
     }
   });
 
+  it('a bad --api-key-id exits 2 with the usage, before any work', async () => {
+    // No database at this address: a command that started its work would fail there (exit 1) instead.
+    const env = { ...dbEnv, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' };
+    for (const command of ['import', 'publish']) {
+      for (const [value, message] of [
+        ['0', /--api-key-id must be a positive 64-bit integer \(got "0"\)/],
+        ['x', /--api-key-id must be a positive 64-bit integer \(got "x"\)/],
+        ['99999999999999999999', /--api-key-id must be a positive 64-bit integer \(got "99999999999999999999"\)/],
+        ['-1', /Option '--api-key-id' argument is ambiguous/],
+      ] as const) {
+        const r = await runCli([command, join(dir, 'none.jsonl'), '--api-key-id', value], { env });
+        expect({ command, value, code: r.code }, r.stderr).toEqual({ command, value, code: 2 });
+        expect(r.stderr).toMatch(message);
+        expect(r.stderr).toMatch(/Usage: mailtally <command>/);
+      }
+      const r = await runCli([command, join(dir, 'none.jsonl'), '--api-key-id=-1'], { env });
+      expect({ command, code: r.code, stderr: r.stderr }).toMatchObject({ command, code: 2, stderr: expect.stringMatching(/--api-key-id must be a positive 64-bit integer \(got "-1"\)/) });
+    }
+  });
+
   it('import --batch-size has a maximum, said before any work', async () => {
     const r = await runCli(['import', join(dir, 'none.jsonl'), '--batch-size', '300000'], { env: dbEnv });
     expect(r.code).toBe(2);
