@@ -244,6 +244,25 @@ describe('errors and migrate', () => {
     }
   });
 
+  it("an option or argument the command does not take exits 2 with the usage, naming both, before any work", async () => {
+    const env = { ...dbEnv, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' };
+    for (const [args, message] of [
+      [['migrate', '--url', 'foo', '--limit', '3'], /migrate does not take --url \(it takes no options\)/],
+      [['keys', 'create', '--projection', 'x'], /keys does not take --projection \(it takes --read-only\)/],
+      [['dead-letters', '--read-only'], /dead-letters does not take --read-only \(it takes --limit\)/],
+      [['serve', '--batch-size=5'], /serve does not take --batch-size \(it takes --roles\)/],
+      [['import', 'events.jsonl', '--url', 'http://127.0.0.1:3000'], /import does not take --url \(it takes --api-key-id, --batch-size\)/],
+      [['keys', 'create', 'extra'], /keys create does not take "extra"/],
+      [['migrate', 'now'], /migrate does not take "now"/],
+      [['publish', 'a.jsonl', 'b.jsonl'], /publish takes one file \(got "b.jsonl" too\)/],
+    ] as const) {
+      const r = await runCli(args, { env });
+      expect({ args, code: r.code }, r.stderr).toEqual({ args, code: 2 });
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr).toMatch(/Usage: mailtally <command>/);
+    }
+  });
+
   it('a bad --api-key-id exits 2 with the usage, before any work', async () => {
     // No database at this address: a command that started its work would fail there (exit 1) instead.
     const env = { ...dbEnv, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' };
