@@ -29,8 +29,9 @@ Exit codes:
   1    failed: a bad setting, a server not reachable, an error while running
   2    the command line is wrong: unknown command or option, an option or argument the
        command does not take, a missing or bad value (this text follows the message)
-  3    import / publish went through the file but left lines out: rejected (import;
-       see dead-letters) or skipped (publish), each listed in the summary printed
+  3    import / publish went through the file but left lines out: rejected by import
+       (counted in its summary, listed with their reasons by dead-letters) or skipped
+       by publish (each listed with its reason in its summary)
   130  replay stopped by Ctrl-C
 
 Configuration comes from environment variables (see .env.example).`;
