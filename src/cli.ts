@@ -22,7 +22,8 @@ Commands:
                                  (--batch-size: events per write, default 5000, at most ${MAX_IMPORT_BATCH})
   replay [--projection name[,name]]
                                  rebuild read models from the log (all by default), then swap them in
-  dead-letters [--limit N]       list rejected input with its reasons (JSON lines)
+  dead-letters [--limit N]       list rejected input with its reasons (JSON lines): the
+                                 newest N (default 100), printed oldest first
 
 Exit codes:
   0    done
