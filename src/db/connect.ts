@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { type Config, withoutPassword } from '../config.js';
-import { acquireDataDirLock } from './data-dir-lock.js';
+import { DataDirInUseError, acquireDataDirLock } from './data-dir-lock.js';
 import type { Database } from './schema.js';
 
 /** A connected database: kysely for queries, plus what only one of the two drivers can do. */
@@ -63,8 +63,7 @@ export async function connectDb(config: Config['database'], opts: { application?
   // Loaded only for the embedded database: PGlite and kysely-pglite (which brings a TypeScript
   // loader with it) are megabytes of code a Postgres deployment never runs.
   const [{ PGlite }, { pgliteDialect }] = await Promise.all([import('@electric-sql/pglite'), import('./pglite-dialect.js')]);
-  mkdirSync(config.dataDir, { recursive: true });
-  const unlock = acquireDataDirLock(config.dataDir);
+  const unlock = openDataDir(config.dataDir);
   try {
     const client = await PGlite.create(config.dataDir, {
       // bytea as a Buffer, as pg gives it (PGlite's own parser gives a plain Uint8Array, whose
@@ -90,6 +89,19 @@ export async function connectDb(config: Config['database'], opts: { application?
   } catch (err) {
     unlock();
     throw err;
+  }
+}
+
+/** Creates and locks the embedded database's directory; a path that cannot be one is reported as DATA_DIR's. */
+function openDataDir(dataDir: string): () => void {
+  try {
+    mkdirSync(dataDir, { recursive: true });
+    return acquireDataDirLock(dataDir);
+  } catch (err) {
+    if (err instanceof DataDirInUseError) throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'not a directory' : err instanceof Error ? err.message : String(err);
+    throw new Error(`DATA_DIR: cannot use ${dataDir}: ${why}`, { cause: err });
   }
 }
 

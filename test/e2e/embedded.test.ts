@@ -99,6 +99,25 @@ describe('embedded mode (PGlite under DATA_DIR, HTTP ingest)', () => {
 });
 
 describe('embedded mode: one-off commands', () => {
+  it('an unusable DATA_DIR (a file, or under one) exits 1 naming DATA_DIR and the path', { timeout: 60_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mailtally-embedded-file-'));
+    try {
+      const file = join(dir, 'not-a-dir');
+      writeFileSync(file, '');
+      for (const [args, dataDir] of [
+        [['serve'], '/dev/null'],
+        [['migrate'], '/dev/null'],
+        [['migrate'], file],
+        [['keys', 'create'], join(file, 'data')],
+      ] as const) {
+        const r = await runCli(args, { env: { DATA_DIR: dataDir, PORT: '0' } });
+        expect({ args, dataDir, code: r.code, stderr: r.stderr.trim() }).toEqual({ args, dataDir, code: 1, stderr: `mailtally: DATA_DIR: cannot use ${dataDir}: not a directory` });
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('dead-letters prints raw bytes that are not UTF-8 as base64, as on Postgres', { timeout: 120_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'mailtally-embedded-dl-'));
     try {
