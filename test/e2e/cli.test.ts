@@ -199,6 +199,22 @@ describe('publish', () => {
     expect(lastJson(r.stdout)).toEqual({ Published: 1500, Duplicates: 0, Skipped: [{ Line: 700, Reason: 'email: is required' }] });
     expect(await countFor(key.APIKeyID)).toBe(1500);
   });
+
+  it('without NATS_URL, to an address where nothing listens: exits 1 naming the URL, where it came from and the cause', async () => {
+    const path = file('unreachable', 3, { at: 2, text: '{"event":"open",' });
+    const port = await freePort();
+    const env = { ...dbEnv, MAILTALLY_API_KEY: 'k', MAILTALLY_SECRET_KEY: 's' };
+    const flagged = await runCli(['publish', path, '--url', `http://127.0.0.1:${port}`], { env });
+    expect({ code: flagged.code, stderr: flagged.stderr.trim() }).toEqual({
+      code: 1,
+      stderr: `mailtally: publish: cannot reach the HTTP ingest at http://127.0.0.1:${port}/v1/events (--url): connect ECONNREFUSED 127.0.0.1:${port}`,
+    });
+    const fromEnv = await runCli(['publish', path], { env: { ...env, PORT: String(port) } });
+    expect({ code: fromEnv.code, stderr: fromEnv.stderr.trim() }).toEqual({
+      code: 1,
+      stderr: `mailtally: publish: cannot reach the HTTP ingest at http://127.0.0.1:${port}/v1/events (HOST / PORT): connect ECONNREFUSED 127.0.0.1:${port}`,
+    });
+  });
 });
 
 describe('errors and migrate', () => {
