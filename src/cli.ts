@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.js';
+import { isApiKeyId } from './events/schema.js';
 
 /** The `mailtally` command. */
 
@@ -21,26 +22,30 @@ Commands:
                                  (--batch-size: events per write, default 5000, at most ${MAX_IMPORT_BATCH})
   replay [--projection name[,name]]
                                  rebuild read models from the log (all by default), then swap them in
-  dead-letters [--limit N]       list rejected input with its reasons (JSON lines)
+  dead-letters [--limit N]       list rejected input with its reasons (JSON lines): the
+                                 newest N (default 100), printed oldest first
 
 Exit codes:
   0    done
   1    failed: a bad setting, a server not reachable, an error while running
-  2    the command line is wrong (this text follows the message)
-  3    import / publish went through the file but left lines out: rejected (import;
-       see dead-letters) or skipped (publish), each listed in the summary printed
+  2    the command line is wrong: unknown command or option, an option or argument the
+       command does not take, a missing or bad value (this text follows the message)
+  3    import / publish went through the file but left lines out: rejected by import
+       (counted in its summary, listed with their reasons by dead-letters) or skipped
+       by publish (each listed with its reason in its summary)
   130  replay stopped by Ctrl-C
 
 Configuration comes from environment variables (see .env.example).`;
 
 async function main(argv: string[]): Promise<number> {
-  const { positionals, values } = parseArguments(argv);
+  const { positionals, values, tokens } = parseArguments(argv);
   const [command, ...rest] = positionals;
   if (values.help || command === 'help') {
     console.log(USAGE);
     return 0;
   }
   if (command === undefined) throw new UsageError('Give a command');
+  checkCommandLine(command, rest, tokens);
   const config = loadConfig();
   // Each command's code is loaded when it runs: `serve` never loads the importer, nor a one-off command the service.
   switch (command) {
@@ -58,14 +63,15 @@ async function main(argv: string[]): Promise<number> {
       if (rest[0] !== 'create') throw new UsageError('keys: the only subcommand is `keys create [--read-only]`');
       return (await import('./cli/keys.js')).runKeysCreate(config, values['read-only']);
     case 'publish': {
+      const apiKeyId = apiKeyIdFlag(values['api-key-id']);
       const publish = await import('./cli/publish.js');
       const url = values.url;
       if (url !== undefined) asUsageError(() => publish.checkPublishUrl(url));
-      return publish.runPublish(config, requireFile(rest[0], 'publish'), { apiKeyId: values['api-key-id'], url });
+      return publish.runPublish(config, requireFile(rest[0], 'publish'), { apiKeyId, url });
     }
     case 'import':
       return (await import('./cli/import.js')).runImport(config, requireFile(rest[0], 'import'), {
-        apiKeyId: values['api-key-id'],
+        apiKeyId: apiKeyIdFlag(values['api-key-id']),
         batchSize: values['batch-size'] !== undefined ? positiveInt(values['batch-size'], '--batch-size', MAX_IMPORT_BATCH) : 5000,
       });
     case 'replay': {
@@ -94,12 +100,47 @@ function positiveInt(text: string, flag: string, max = Number.MAX_SAFE_INTEGER):
   return n;
 }
 
-/** The options every command takes; an unknown one, or one without its value, is a usage error (exit 2). */
+function apiKeyIdFlag(text: string | undefined): string | undefined {
+  if (text !== undefined && !isApiKeyId(text)) throw new UsageError(`--api-key-id must be a positive 64-bit integer (got ${JSON.stringify(text)})`);
+  return text;
+}
+
+/** Each command's options (besides --help) and how many arguments follow its name. */
+const COMMANDS: Record<string, { options: readonly string[]; args: number }> = {
+  serve: { options: ['roles'], args: 0 },
+  migrate: { options: [], args: 0 },
+  keys: { options: ['read-only'], args: 1 },
+  publish: { options: ['api-key-id', 'url'], args: 1 },
+  import: { options: ['api-key-id', 'batch-size'], args: 1 },
+  replay: { options: ['projection'], args: 0 },
+  'dead-letters': { options: ['limit'], args: 0 },
+};
+
+/** An option of another command, or an argument too many, is a usage error naming it (it was ignored before). */
+function checkCommandLine(command: string, rest: string[], tokens: ReturnType<typeof parseArguments>['tokens']): void {
+  const spec = Object.hasOwn(COMMANDS, command) ? COMMANDS[command] : undefined;
+  if (spec === undefined) throw new UsageError(`Unknown command "${command}"`);
+  for (const token of tokens) {
+    if (token.kind !== 'option' || token.name === 'help' || spec.options.includes(token.name)) continue;
+    const takes = spec.options.length === 0 ? 'no options' : spec.options.map((o) => `--${o}`).join(', ');
+    throw new UsageError(`${command} does not take --${token.name} (it takes ${takes})`);
+  }
+  const extra = rest[spec.args];
+  if (extra === undefined) return;
+  if (command === 'publish' || command === 'import') throw new UsageError(`${command} takes one file (got ${JSON.stringify(extra)} too)`);
+  throw new UsageError(`${command === 'keys' ? 'keys create' : command} does not take ${JSON.stringify(extra)}`);
+}
+
+/**
+ * One parse of the options of every command; an unknown one, or one without its value, is a usage
+ * error (exit 2). checkCommandLine then holds each command to its own.
+ */
 function parseArguments(argv: string[]) {
   try {
     return parseArgs({
       args: argv,
       allowPositionals: true,
+      tokens: true,
       options: {
         roles: { type: 'string' },
         'read-only': { type: 'boolean', default: false },

@@ -1,7 +1,14 @@
 import { accessSync, constants, statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { allowList, bool, int, natsServers, natsToken, retrySchedule, trustProxy, url } from './config-values.js';
+
+/**
+ * Where package.json is. A relative DATA_DIR is taken from here, not from the current directory:
+ * `npm start` runs in the project root, and `npx mailtally` from a subdirectory must find the same database.
+ */
+const PROJECT_ROOT = fileURLToPath(new URL('../', import.meta.url));
 
 /** The only reader of process.env: every setting, validated at start, frozen. */
 
@@ -195,7 +202,7 @@ export function loadConfig(env: Env = process.env): Config {
     database:
       e.DATABASE_URL !== undefined
         ? { kind: 'postgres', url: e.DATABASE_URL, poolSize: e.PG_POOL_SIZE }
-        : { kind: 'pglite', dataDir: resolve(e.DATA_DIR) },
+        : { kind: 'pglite', dataDir: resolve(PROJECT_ROOT, e.DATA_DIR) },
     nats:
       e.NATS_URL !== undefined
         ? { servers: e.NATS_URL, stream: e.NATS_STREAM, subjectPrefix: e.NATS_SUBJECT_PREFIX, consumer: e.NATS_CONSUMER }

@@ -1,5 +1,12 @@
 import cliProgress from 'cli-progress';
 
+/**
+ * The bars' ETA: cli-progress gives 'INF' / 'NULL' while it cannot tell yet, which its own
+ * formatter turns into "NFs" / "LLs"; those show as "…".
+ */
+export const formatEta: cliProgress.TimeFormatter = (t, options, roundToMultipleOf) =>
+  typeof t === 'number' && Number.isFinite(t) ? cliProgress.Format.TimeFormat(t, options, roundToMultipleOf) : '…';
+
 export interface Progress {
   update(bytes: number, counters: Record<string, number>): void;
   stop(): void;
@@ -17,6 +24,7 @@ export function startProgress(label: string, totalBytes: number): Progress {
       {
         format: `${label} |{bar}| {percentage}% | {mb}/{totalMb} MB | {events} events | {rate} ev/s | ETA {eta_formatted}`,
         hideCursor: true,
+        formatTime: formatEta,
       },
       cliProgress.Presets.shades_classic,
     );

@@ -102,6 +102,14 @@ export function checkPublishUrl(url: string): void {
   if (u.username !== '' || u.password !== '') throw new Error('--url must not carry credentials: publish signs in with MAILTALLY_API_KEY and MAILTALLY_SECRET_KEY');
 }
 
+/** What made fetch fail: its cause's message (`connect ECONNREFUSED 127.0.0.1:3999`), else its code. */
+function fetchCause(err: unknown): string {
+  const cause = err instanceof Error && err.cause !== undefined ? err.cause : err;
+  if (!(cause instanceof Error)) return String(cause);
+  const code = (cause as NodeJS.ErrnoException).code;
+  return cause.message !== '' ? cause.message : (code ?? cause.name);
+}
+
 /** Tries of one request that answers 503 (about 30 s in all) before publish gives up. */
 const HTTP_ATTEMPTS = 6;
 
@@ -112,6 +120,7 @@ async function publishToHttp(config: Config, path: string, urlFlag: string | und
   }
   const scheme = config.http.tls !== null ? 'https' : 'http';
   const base = urlFlag ?? `${scheme}://${config.http.host.includes(':') ? `[${config.http.host}]` : config.http.host}:${config.http.port}`;
+  const endpoint = new URL('/v1/events', base);
   const auth = `Basic ${Buffer.from(`${apiKey}:${secretKey}`).toString('base64')}`;
   const input = openJsonLines(path);
   const progress = startProgress('publish', input.size);
@@ -125,7 +134,12 @@ async function publishToHttp(config: Config, path: string, urlFlag: string | und
     let res: Response;
     // 503: the service's database is away and nothing was stored; sent again after a pause.
     for (let attempt = 1; ; attempt++) {
-      res = await fetch(new URL('/v1/events', base), { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body });
+      try {
+        res = await fetch(endpoint, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body });
+      } catch (err) {
+        // fetch says only "fetch failed"; what went wrong is in its cause (--url carries no credentials).
+        throw new Error(`publish: cannot reach the HTTP ingest at ${endpoint.href} (${urlFlag !== undefined ? '--url' : 'HOST / PORT'}): ${fetchCause(err)}`, { cause: err });
+      }
       if (res.status !== 503 || attempt >= HTTP_ATTEMPTS) break;
       await res.arrayBuffer().catch(() => null);
       await sleep(Math.min(500 * 2 ** attempt, 15_000));

@@ -6,6 +6,7 @@ import { migrateToLatest } from '../db/migrate.js';
 import { withSchemaLock } from '../db/schema-lock.js';
 import { replay, type ReplayPhase, type ReplayProgress } from '../projector/replay.js';
 import { ensureProjectionTables } from '../projector/tables.js';
+import { formatEta } from './progress.js';
 
 const PHASE_LABELS: Record<ReplayPhase, string> = {
   read: 'reading the log  ',
@@ -16,7 +17,7 @@ const PHASE_LABELS: Record<ReplayPhase, string> = {
   'catch-up': 'catching up      ',
   swap: 'swapping in      ',
 };
-const UNITS: Record<ReplayPhase, string> = { read: 'positions', build: 'tables', fold: 'groups', write: 'rows', index: 'indexes', 'catch-up': 'positions', swap: '' };
+const UNITS: Record<ReplayPhase, string> = { read: 'positions', build: 'tables', fold: 'groups', write: 'rows', index: 'indexes', 'catch-up': 'positions', swap: 'step' };
 
 /** `mailtally replay [--projection a,b]`: rebuild read models from the log, with progress. */
 export async function runReplay(config: Config, only: string | undefined): Promise<number> {
@@ -94,25 +95,41 @@ export function selectProjections(only: string | undefined): Projection[] {
   return PROJECTIONS.filter((p) => names.includes(p.name));
 }
 
-/** One bar per phase on a terminal (rate and ETA); a line every few seconds otherwise. */
-function phaseBars(): { update(p: ReplayProgress): void; stop(): void } {
-  let phase: ReplayPhase | null = null;
+/**
+ * One bar per phase on a terminal (rate and ETA); a line every few seconds otherwise. A phase
+ * that gives way to the next has ended: its bar is drawn full, its count printed in full.
+ */
+export function phaseBars(tty = process.stderr.isTTY): { update(p: ReplayProgress): void; stop(): void } {
+  let current: ReplayProgress | null = null;
   let bar: cliProgress.SingleBar | null = null;
   let lastLine = 0;
+  let printedDone = -1;
   let phaseStarted = Date.now();
+  const rateOf = (done: number) => Math.round(done / Math.max((Date.now() - phaseStarted) / 1000, 0.001));
+  const line = (p: ReplayProgress, done: number) => {
+    lastLine = Date.now();
+    printedDone = done;
+    process.stderr.write(`replay: ${PHASE_LABELS[p.phase].trim()} ${done}/${p.total} (${rateOf(done)}/s)\n`);
+  };
   const stop = () => {
     bar?.stop();
     bar = null;
   };
   return {
     update(p) {
-      if (p.phase !== phase) {
+      if (p.phase !== current?.phase) {
+        if (bar !== null) bar.update(bar.getTotal());
+        else if (current !== null && printedDone !== current.total) line(current, current.total);
         stop();
-        phase = p.phase;
         phaseStarted = Date.now();
-        if (process.stderr.isTTY) {
+        printedDone = -1;
+        if (tty) {
           bar = new cliProgress.SingleBar(
-            { format: `${PHASE_LABELS[p.phase]} |{bar}| {percentage}% | {value}/{total} ${UNITS[p.phase]} | {rate}/s | ETA {eta_formatted}`, hideCursor: true },
+            {
+              format: `${PHASE_LABELS[p.phase]} |{bar}| {percentage}% | {value}/{total} ${UNITS[p.phase]} | {rate}/s | ETA {eta_formatted}`,
+              hideCursor: true,
+              formatTime: formatEta,
+            },
             cliProgress.Presets.shades_classic,
           );
           bar.start(Math.max(p.total, 1), 0, { rate: 0 });
@@ -120,13 +137,12 @@ function phaseBars(): { update(p: ReplayProgress): void; stop(): void } {
           process.stderr.write(`replay: ${PHASE_LABELS[p.phase].trim()} (${p.total} ${UNITS[p.phase]})\n`);
         }
       }
-      const rate = Math.round(p.done / Math.max((Date.now() - phaseStarted) / 1000, 0.001));
+      current = p;
       if (bar !== null) {
         bar.setTotal(Math.max(p.total, 1));
-        bar.update(p.done, { rate });
+        bar.update(p.done, { rate: rateOf(p.done) });
       } else if (Date.now() - lastLine > 5000) {
-        lastLine = Date.now();
-        process.stderr.write(`replay: ${PHASE_LABELS[p.phase].trim()} ${p.done}/${p.total} (${rate}/s)\n`);
+        line(p, p.done);
       }
     },
     stop,

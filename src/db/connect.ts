@@ -2,7 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { type Config, withoutPassword } from '../config.js';
-import { acquireDataDirLock } from './data-dir-lock.js';
+import { DataDirInUseError, acquireDataDirLock } from './data-dir-lock.js';
 import type { Database } from './schema.js';
 
 /** A connected database: kysely for queries, plus what only one of the two drivers can do. */
@@ -21,6 +21,7 @@ export interface Db {
 }
 
 const INT8_OID = 20;
+const BYTEA_OID = 17;
 
 /** int8 → bigint on both drivers, so positions and ids never pass through a double. */
 const pgTypes = {
@@ -62,11 +63,12 @@ export async function connectDb(config: Config['database'], opts: { application?
   // Loaded only for the embedded database: PGlite and kysely-pglite (which brings a TypeScript
   // loader with it) are megabytes of code a Postgres deployment never runs.
   const [{ PGlite }, { pgliteDialect }] = await Promise.all([import('@electric-sql/pglite'), import('./pglite-dialect.js')]);
-  mkdirSync(config.dataDir, { recursive: true });
-  const unlock = acquireDataDirLock(config.dataDir);
+  const unlock = openDataDir(config.dataDir);
   try {
     const client = await PGlite.create(config.dataDir, {
-      parsers: { [INT8_OID]: (v: string) => BigInt(v) },
+      // bytea as a Buffer, as pg gives it (PGlite's own parser gives a plain Uint8Array, whose
+      // toString('base64') joins the bytes with commas). The text form is hex: `\x` then 2 digits a byte.
+      parsers: { [INT8_OID]: (v: string) => BigInt(v), [BYTEA_OID]: (v: string) => Buffer.from(v.slice(2), 'hex') },
     });
     const kysely = new Kysely<Database>({ dialect: pgliteDialect(client) });
     return {
@@ -87,6 +89,19 @@ export async function connectDb(config: Config['database'], opts: { application?
   } catch (err) {
     unlock();
     throw err;
+  }
+}
+
+/** Creates and locks the embedded database's directory; a path that cannot be one is reported as DATA_DIR's. */
+function openDataDir(dataDir: string): () => void {
+  try {
+    mkdirSync(dataDir, { recursive: true });
+    return acquireDataDirLock(dataDir);
+  } catch (err) {
+    if (err instanceof DataDirInUseError) throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'not a directory' : err instanceof Error ? err.message : String(err);
+    throw new Error(`DATA_DIR: cannot use ${dataDir}: ${why}`, { cause: err });
   }
 }
 

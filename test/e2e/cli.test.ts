@@ -199,6 +199,22 @@ describe('publish', () => {
     expect(lastJson(r.stdout)).toEqual({ Published: 1500, Duplicates: 0, Skipped: [{ Line: 700, Reason: 'email: is required' }] });
     expect(await countFor(key.APIKeyID)).toBe(1500);
   });
+
+  it('without NATS_URL, to an address where nothing listens: exits 1 naming the URL, where it came from and the cause', async () => {
+    const path = file('unreachable', 3, { at: 2, text: '{"event":"open",' });
+    const port = await freePort();
+    const env = { ...dbEnv, MAILTALLY_API_KEY: 'k', MAILTALLY_SECRET_KEY: 's' };
+    const flagged = await runCli(['publish', path, '--url', `http://127.0.0.1:${port}`], { env });
+    expect({ code: flagged.code, stderr: flagged.stderr.trim() }).toEqual({
+      code: 1,
+      stderr: `mailtally: publish: cannot reach the HTTP ingest at http://127.0.0.1:${port}/v1/events (--url): connect ECONNREFUSED 127.0.0.1:${port}`,
+    });
+    const fromEnv = await runCli(['publish', path], { env: { ...env, PORT: String(port) } });
+    expect({ code: fromEnv.code, stderr: fromEnv.stderr.trim() }).toEqual({
+      code: 1,
+      stderr: `mailtally: publish: cannot reach the HTTP ingest at http://127.0.0.1:${port}/v1/events (HOST / PORT): connect ECONNREFUSED 127.0.0.1:${port}`,
+    });
+  });
 });
 
 describe('errors and migrate', () => {
@@ -241,6 +257,45 @@ describe('errors and migrate', () => {
       expect({ url, code: r.code }).toEqual({ url, code: 2 });
       expect(r.stderr).toMatch(message);
       expect(r.stderr).not.toContain('hunter2');
+    }
+  });
+
+  it("an option or argument the command does not take exits 2 with the usage, naming both, before any work", async () => {
+    const env = { ...dbEnv, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' };
+    for (const [args, message] of [
+      [['migrate', '--url', 'foo', '--limit', '3'], /migrate does not take --url \(it takes no options\)/],
+      [['keys', 'create', '--projection', 'x'], /keys does not take --projection \(it takes --read-only\)/],
+      [['dead-letters', '--read-only'], /dead-letters does not take --read-only \(it takes --limit\)/],
+      [['serve', '--batch-size=5'], /serve does not take --batch-size \(it takes --roles\)/],
+      [['import', 'events.jsonl', '--url', 'http://127.0.0.1:3000'], /import does not take --url \(it takes --api-key-id, --batch-size\)/],
+      [['keys', 'create', 'extra'], /keys create does not take "extra"/],
+      [['migrate', 'now'], /migrate does not take "now"/],
+      [['publish', 'a.jsonl', 'b.jsonl'], /publish takes one file \(got "b.jsonl" too\)/],
+    ] as const) {
+      const r = await runCli(args, { env });
+      expect({ args, code: r.code }, r.stderr).toEqual({ args, code: 2 });
+      expect(r.stderr).toMatch(message);
+      expect(r.stderr).toMatch(/Usage: mailtally <command>/);
+    }
+  });
+
+  it('a bad --api-key-id exits 2 with the usage, before any work', async () => {
+    // No database at this address: a command that started its work would fail there (exit 1) instead.
+    const env = { ...dbEnv, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' };
+    for (const command of ['import', 'publish']) {
+      for (const [value, message] of [
+        ['0', /--api-key-id must be a positive 64-bit integer \(got "0"\)/],
+        ['x', /--api-key-id must be a positive 64-bit integer \(got "x"\)/],
+        ['99999999999999999999', /--api-key-id must be a positive 64-bit integer \(got "99999999999999999999"\)/],
+        ['-1', /Option '--api-key-id' argument is ambiguous/],
+      ] as const) {
+        const r = await runCli([command, join(dir, 'none.jsonl'), '--api-key-id', value], { env });
+        expect({ command, value, code: r.code }, r.stderr).toEqual({ command, value, code: 2 });
+        expect(r.stderr).toMatch(message);
+        expect(r.stderr).toMatch(/Usage: mailtally <command>/);
+      }
+      const r = await runCli([command, join(dir, 'none.jsonl'), '--api-key-id=-1'], { env });
+      expect({ command, code: r.code, stderr: r.stderr }).toMatchObject({ command, code: 2, stderr: expect.stringMatching(/--api-key-id must be a positive 64-bit integer \(got "-1"\)/) });
     }
   });
 

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -95,5 +95,44 @@ describe('embedded mode (PGlite under DATA_DIR, HTTP ingest)', () => {
     expect(await status(url)).toMatchObject({ status: 200, body: { log: { head: 10 } } });
     expect(await postEvents(url, key)).toMatchObject({ status: 200, body: { Duplicates: 10 } });
     expect(await server.stop(15_000)).toEqual({ code: 0, signal: null });
+  });
+});
+
+describe('embedded mode: one-off commands', () => {
+  it('an unusable DATA_DIR (a file, or under one) exits 1 naming DATA_DIR and the path', { timeout: 60_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mailtally-embedded-file-'));
+    try {
+      const file = join(dir, 'not-a-dir');
+      writeFileSync(file, '');
+      for (const [args, dataDir] of [
+        [['serve'], '/dev/null'],
+        [['migrate'], '/dev/null'],
+        [['migrate'], file],
+        [['keys', 'create'], join(file, 'data')],
+      ] as const) {
+        const r = await runCli(args, { env: { DATA_DIR: dataDir, PORT: '0' } });
+        expect({ args, dataDir, code: r.code, stderr: r.stderr.trim() }).toEqual({ args, dataDir, code: 1, stderr: `mailtally: DATA_DIR: cannot use ${dataDir}: not a directory` });
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('dead-letters prints raw bytes that are not UTF-8 as base64, as on Postgres', { timeout: 120_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mailtally-embedded-dl-'));
+    try {
+      const bad = Buffer.concat([Buffer.from('{"event":"sent","agent":"Moz'), Buffer.from([0xff, 0xfe]), Buffer.from('illa"}')]);
+      const file = join(dir, 'bad.jsonl');
+      writeFileSync(file, Buffer.concat([bad, Buffer.from('\n')]));
+      const imported = await runCli(['import', file], { env: { DATA_DIR: join(dir, 'data') } });
+      expect({ code: imported.code, stdout: imported.stdout.trim() }, imported.stderr).toEqual({ code: 3, stdout: '{"Imported":0,"Duplicates":0,"Rejected":1}' });
+
+      const listed = await runCli(['dead-letters'], { env: { DATA_DIR: join(dir, 'data') } });
+      expect(listed.code, listed.stderr).toBe(0);
+      const letters = listed.stdout.trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      expect(letters).toMatchObject([{ source: 'import', reason: 'line 1: line is not valid UTF-8', encoding: 'base64', raw: bad.toString('base64') }]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

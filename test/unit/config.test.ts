@@ -1,4 +1,4 @@
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
@@ -23,6 +23,23 @@ describe('loadConfig', () => {
     expect(c.nats).toBeNull();
     expect(c.http).toMatchObject({ port: 3000, host: '127.0.0.1', tls: null, allowInsecureHttp: false });
     expect(Object.isFrozen(c.http)).toBe(true);
+  });
+
+  it('resolves a relative DATA_DIR against the project root, not the current directory', () => {
+    const root = fileURLToPath(new URL('../../', import.meta.url));
+    const cwd = process.cwd();
+    process.chdir(dirname(THIS_FILE));
+    try {
+      const dataDir = (env: Record<string, string>) => {
+        const c = loadConfig(env).database;
+        return c.kind === 'pglite' ? c.dataDir : null;
+      };
+      expect(dataDir({})).toBe(join(root, 'data'));
+      expect(dataDir({ DATA_DIR: 'var/db' })).toBe(join(root, 'var/db'));
+      expect(dataDir({ DATA_DIR: '/srv/mailtally' })).toBe('/srv/mailtally');
+    } finally {
+      process.chdir(cwd);
+    }
   });
 
   it('uses the real servers when both URLs are set', () => {
