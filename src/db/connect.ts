@@ -116,8 +116,15 @@ async function listenPg(url: string, channel: string, onNotify: () => void): Pro
     });
     c.on('error', () => reconnect(c));
     c.on('end', () => reconnect(c));
-    await c.connect();
-    await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    try {
+      await c.connect();
+      await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+    } catch (err) {
+      // Connected but refused LISTEN (a standby in recovery, say): close it, or every retry a
+      // second would leave one more connection open.
+      void c.end().catch(() => {});
+      throw err;
+    }
     client = c;
   };
   const reconnect = (c: pg.Client) => {
