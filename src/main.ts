@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { type Db, connectDb } from './db/connect.js';
+import { startEmbeddedMaintenance } from './db/embedded-maintenance.js';
 import { migrateToLatest } from './db/migrate.js';
 import { withSchemaLock } from './db/schema-lock.js';
 import type { RunningIngest } from './ingest/nats-ingest.js';
@@ -68,7 +69,11 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       return ensureProjectionTables(db.kysely, PROJECTIONS);
     }, signal);
     checkpoint();
-    if (db.kind === 'pglite') await ensureFirstKey(db, log);
+    if (db.kind === 'pglite') {
+      await ensureFirstKey(db, log);
+      // Vacuum and checkpoint: no background process of the embedded database does it.
+      cleanup.unshift(startEmbeddedMaintenance(db, log));
+    }
 
     let natsIngest: RunningIngest | null = null;
     if (roles.includes('ingest') && config.nats !== null) {

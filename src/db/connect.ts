@@ -69,6 +69,9 @@ export async function connectDb(config: Config['database'], opts: { application?
       // bytea as a Buffer, as pg gives it (PGlite's own parser gives a plain Uint8Array, whose
       // toString('base64') joins the bytes with commas). The text form is hex: `\x` then 2 digits a byte.
       parsers: { [INT8_OID]: (v: string) => BigInt(v), [BYTEA_OID]: (v: string) => Buffer.from(v.slice(2), 'hex') },
+      // Write-ahead log kept to about a quarter of PGlite's 1 GB default (it was a gigabyte of a
+      // 2 GB data directory); the service checkpoints it every 10 minutes (embedded-maintenance.ts).
+      postgresqlconf: ['max_wal_size = 256MB', 'min_wal_size = 64MB'],
     });
     const kysely = new Kysely<Database>({ dialect: pgliteDialect(client) });
     return {

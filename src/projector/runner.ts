@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Projection } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
+import { nextTurn } from '../db/next-turn.js';
 import { describeError, isTransientDbError } from '../db/errors.js';
 import { ensureProjectionCheckpoints, readCheckpoints, readCheckpointVersions } from '../log/checkpoints.js';
 import { releaseLease, tryAcquireLease } from '../log/leases.js';
@@ -143,6 +144,8 @@ export class Projector {
     let writing: Promise<void> | null = null;
     try {
       while (!this.#stopped) {
+        // One turn per batch: on the embedded database a backlog would keep the thread (next-turn.ts).
+        await nextTurn();
         const held = this.projections.filter((p) => this.#held.has(p.name));
         if (held.length === 0) break;
         const cursors = await this.#cursors(held);

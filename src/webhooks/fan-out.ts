@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
 import type { Db } from '../db/connect.js';
+import { nextTurn } from '../db/next-turn.js';
 import type { Database } from '../db/schema.js';
 import { describeError, isTransientDbError } from '../db/errors.js';
 import { advanceCheckpoint, ensureCheckpoints, readCheckpoint } from '../log/checkpoints.js';
@@ -114,6 +115,8 @@ export class FanOut {
     let failures = 0;
     while (!this.#stopped) {
       try {
+        // One turn per batch: on the embedded database a backlog would keep the thread (next-turn.ts).
+        await nextTurn();
         const worked = await this.step();
         failures = 0;
         if (!worked) await this.#wakeup.wait(this.options.pollMs);

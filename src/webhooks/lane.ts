@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../db/connect.js';
+import { nextTurn } from '../db/next-turn.js';
 import { describeError } from '../db/errors.js';
 import type { Logger } from '../logger.js';
 import { type ClaimedDelivery, claimDue } from './outbox.js';
@@ -118,6 +119,8 @@ export class Lane {
     const minClaim = Math.max(1, Math.min(16, Math.ceil(o.concurrency / 8)));
     let failures = 0;
     while (!this.#stopped) {
+      // One turn per claim: on the embedded database a backlog would keep the thread (next-turn.ts).
+      await nextTurn();
       const free = o.concurrency - this.#total;
       if (free <= 0 || (this.#total > 0 && free < minClaim && this.#queues.leftForOutbox === 0)) {
         await this.#wakeup.wait(5);

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type Kysely, sql } from 'kysely';
 import { describeError, isDataError } from '../db/errors.js';
+import { nextTurn } from '../db/next-turn.js';
 import type { AttemptOutcome, Database } from '../db/schema.js';
 import type { Logger } from '../logger.js';
 import { type DispatcherStats, observeLatency } from './dispatcher-stats.js';
@@ -146,6 +147,9 @@ export class OutcomeWriter {
     /** Results and hand-offs still to write one at a time, after a batch refused as data. */
     let alone = 0;
     while (!this.#stopped && (this.#queue.length > 0 || this.#handoffs.length > 0)) {
+      // One turn per transaction: on the embedded database a backlog would keep the thread (next-turn.ts).
+      await nextTurn();
+      if (this.#stopped) return;
       const size = alone > 0 ? 1 : this.options.maxBatch;
       const batch = this.#queue.slice(0, size);
       const handoffs = alone > 0 && batch.length > 0 ? [] : this.#handoffs.slice(0, size);
