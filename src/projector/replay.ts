@@ -121,7 +121,9 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
     spills = folded.spills;
   }
 
-  const report = { projections: projections.map((p) => p.name), position: head, events: Number(head), groups: groupCount, rows, spills };
+  // Positions have gaps (an append's duplicates draw one each and are dropped): count the events.
+  const events = await countEventsUpTo(db, head);
+  const report = { projections: projections.map((p) => p.name), position: head, events, groups: groupCount, rows, spills };
   if (options.mode === 'verify') return { ...report, differences: await compareWithLive(db, tables) };
   const position = await catchUp(db, projections, head, options, progress);
   await stopPoint(options.signal);
@@ -198,4 +200,10 @@ async function swap(db: Db, projections: readonly Projection[], position: bigint
         ON CONFLICT (name) DO UPDATE SET version = excluded.version, built_at = excluded.built_at`.execute(trx);
     }
   });
+}
+
+/** Events in the log up to `head` (an index-only scan of the positions). */
+async function countEventsUpTo(db: Db, head: bigint): Promise<number> {
+  const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM events WHERE position <= ${head}`.execute(db.kysely);
+  return Number(rows[0]?.n ?? 0);
 }
