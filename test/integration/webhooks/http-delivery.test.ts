@@ -1,6 +1,7 @@
 import type dns from 'node:dns';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { DRAIN_BYTES, HttpDelivery, SNIPPET_BYTES } from '../../../src/webhooks/http-delivery.js';
+import { HttpDelivery } from '../../../src/webhooks/http-delivery.js';
+import { DRAIN_BYTES, SNIPPET_BYTES } from '../../../src/webhooks/http-exchange.js';
 import { EMPTY_ALLOW_LIST, parseAllowList } from '../../../src/webhooks/ssrf-guard.js';
 import { type Behaviour, WebhookReceiver, ok } from '../../support/webhook-receiver.js';
 
