@@ -244,3 +244,41 @@ export async function insertFreshRows(db: Kysely<Database>, rows: readonly Fresh
   if (rows.some((r) => !r.retry)) await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(db);
   return new Map(result.rows.map((r) => [`${r.url_id}:${r.webhook_id}`, r.id]));
 }
+
+/** An outbox row as its claim holder names it. */
+export interface HeldRow {
+  id: string;
+  claim: string;
+}
+
+/** A held row's next try: its attempts so far, the delay before it, when it first failed. */
+export interface RetryRow extends HeldRow {
+  attempts: number;
+  delay_ms: number;
+  failed_at: string;
+}
+
+/**
+ * The outcome writer's changes to rows it still holds (each matched by id and claim, so a row
+ * claimed by another worker since is left alone): expired rows deleted, failed ones scheduled
+ * for their next try, and those of a dead URL released for the reroute.
+ */
+export async function settleHeldRows(trx: Kysely<Database>, rows: { removed: readonly HeldRow[]; retries: readonly RetryRow[]; released: readonly HeldRow[] }): Promise<void> {
+  const { removed, retries, released } = rows;
+  if (removed.length > 0) {
+    await sql`DELETE FROM webhook_deliveries AS w USING unnest(${removed.map((r) => r.id)}::bigint[], ${removed.map((r) => r.claim)}::text[]) AS x(id, claim)
+      WHERE w.id = x.id AND w.claim = x.claim`.execute(trx);
+  }
+  if (retries.length > 0) {
+    await sql`
+      UPDATE webhook_deliveries AS w
+      SET attempts = x.attempts, retry = true, claim = NULL, claimed_until = NULL, due_at = now() + make_interval(secs => x.delay_ms / 1000.0),
+          first_failed_at = coalesce(w.first_failed_at, x.failed_at)
+      FROM json_to_recordset(${JSON.stringify(retries)}::json) AS x(id bigint, claim text, attempts integer, delay_ms bigint, failed_at timestamptz)
+      WHERE w.id = x.id AND w.claim = x.claim`.execute(trx);
+  }
+  if (released.length > 0) {
+    await sql`UPDATE webhook_deliveries AS w SET claim = NULL, claimed_until = NULL
+      FROM unnest(${released.map((r) => r.id)}::bigint[], ${released.map((r) => r.claim)}::text[]) AS x(id, claim) WHERE w.id = x.id AND w.claim = x.claim`.execute(trx);
+  }
+}

@@ -6,9 +6,9 @@ import type { AttemptOutcome, Database } from '../db/schema.js';
 import type { Logger } from '../logger.js';
 import { type DispatcherStats, observeLatency } from './dispatcher-stats.js';
 import type { HttpOutcome } from './http-delivery.js';
-import { type ClaimedDelivery, type FreshRow, directPositions, freshRow, insertFreshRows } from './outbox.js';
+import { type ClaimedDelivery, type FreshRow, type HeldRow, type RetryRow, directPositions, freshRow, insertFreshRows, settleHeldRows } from './outbox.js';
 import { nextRetry, retryWindowMs } from './retry-policy.js';
-import { healthOf, killUrls, writeUrlHealth } from './url-health.js';
+import { WrittenHealth, healthOf, killUrls, writeUrlHealth } from './url-health.js';
 import { type AttemptRow, attemptRow, insertAttempts } from './attempt-rows.js';
 
 /**
@@ -40,15 +40,9 @@ export interface OutcomeWriterOptions {
   readonly maxBatch: number;
   /** How long the first result of a batch may wait for company. */
   readonly lingerMs: number;
-  /** URLs whose last written success and failure this writer remembers at most (MAX_REMEMBERED_URLS). */
+  /** URLs whose last written success and failure this writer remembers at most (see `WrittenHealth`). */
   readonly maxRememberedUrls?: number;
 }
-
-/**
- * Past this many URLs remembered, the writer forgets them all (URLs deleted or gone quiet would
- * otherwise stay for good); forgetting only costs each URL's next success one more write.
- */
-const MAX_REMEMBERED_URLS = 10_000;
 
 
 const ids = (rs: readonly AttemptResult[]): string[] => rs.map((r) => String(r.delivery.id));
@@ -58,11 +52,8 @@ export class OutcomeWriter {
   #queue: AttemptResult[] = [];
   /** Direct first attempts that will not be sent by this process: they go to the outbox. */
   #handoffs: ClaimedDelivery[] = [];
-  /** Per URL: the last success time written, and whether a failure was written since. */
-  readonly #successWritten = new Map<string, number>();
-  readonly #failedSince = new Set<string>();
-  /** A URL's last success is written at most this often (it only decides deaths, windows long). */
-  readonly #successEveryMs: number;
+  /** Per URL: the last success written, and whether a failure was written since. */
+  readonly #written: WrittenHealth;
   #flushing: Promise<void> | null = null;
   #timer: NodeJS.Timeout | null = null;
   #stopped = false;
@@ -79,12 +70,13 @@ export class OutcomeWriter {
     /** Called after a commit with the log positions of the direct first attempts it recorded. */
     private readonly onDirectDone: (positions: readonly bigint[]) => void = () => {},
   ) {
-    this.#successEveryMs = Math.min(1000, retryWindowMs(options.retryScheduleSeconds) / 20);
+    // A URL's last success is written at most this often (it only decides deaths, windows long).
+    this.#written = new WrittenHealth(Math.min(1000, retryWindowMs(options.retryScheduleSeconds) / 20), options.maxRememberedUrls);
   }
 
   /** URLs whose last written success or failure is remembered now. */
   get rememberedUrls(): number {
-    return new Set([...this.#successWritten.keys(), ...this.#failedSince]).size;
+    return this.#written.size;
   }
 
   push(result: AttemptResult): void {
@@ -221,7 +213,7 @@ export class OutcomeWriter {
       const urlHealth = healthOf(batch, isHeld);
       const healthy = [...urlHealth]
         .flatMap(([id, h]) => (h.lastOk !== null ? [{ id, at: h.lastOk, failingSince: h.failingSince }] : []))
-        .filter((h) => h.failingSince !== null || this.#failedSince.has(h.id) || h.at.getTime() - (this.#successWritten.get(h.id) ?? 0) >= this.#successEveryMs)
+        .filter((h) => this.#written.worthWriting(h.id, h.at, h.failingSince))
         .map((h) => ({ id: h.id, at: h.at.toISOString(), failing_since: h.failingSince?.toISOString() ?? null }));
       const failing = [...urlHealth].flatMap(([id, h]) => (h.lastOk === null && h.failingSince !== null ? [{ id, at: h.failingSince.toISOString() }] : []));
       const killed = await killUrls(trx, batch, schedule, isHeld, failing);
@@ -236,9 +228,9 @@ export class OutcomeWriter {
       const fresh: FreshRow[] = handoffs.map((d) => freshRow(d, { retry: false, attempts: 0, delayMs: 0, failedAt: null }));
       /** Attempt rows of direct first attempts given an outbox row: its id is their delivery id. */
       const pointing: { attempt: AttemptRow; key: string }[] = [];
-      const removed: { id: string; claim: string }[] = [];
-      const released: { id: string; claim: string }[] = [];
-      const retries: { id: string; claim: string; attempts: number; delay_ms: number; failed_at: string }[] = [];
+      const removed: HeldRow[] = [];
+      const released: HeldRow[] = [];
+      const retries: RetryRow[] = [];
       for (const r of batch) {
         const d = r.delivery;
         const attempt = d.attempts + 1;
@@ -281,38 +273,13 @@ export class OutcomeWriter {
       for (const p of pointing) p.attempt.delivery_id = freshIds.get(p.key) ?? '0';
 
       await insertAttempts(trx, attempts);
-      if (removed.length > 0) {
-        await sql`DELETE FROM webhook_deliveries AS w USING unnest(${removed.map((r) => r.id)}::bigint[], ${removed.map((r) => r.claim)}::text[]) AS x(id, claim)
-          WHERE w.id = x.id AND w.claim = x.claim`.execute(trx);
-      }
-      if (retries.length > 0) {
-        await sql`
-          UPDATE webhook_deliveries AS w
-          SET attempts = x.attempts, retry = true, claim = NULL, claimed_until = NULL, due_at = now() + make_interval(secs => x.delay_ms / 1000.0),
-              first_failed_at = coalesce(w.first_failed_at, x.failed_at)
-          FROM json_to_recordset(${JSON.stringify(retries)}::json) AS x(id bigint, claim text, attempts integer, delay_ms bigint, failed_at timestamptz)
-          WHERE w.id = x.id AND w.claim = x.claim`.execute(trx);
-      }
-      if (released.length > 0) {
-        await sql`UPDATE webhook_deliveries AS w SET claim = NULL, claimed_until = NULL
-          FROM unnest(${released.map((r) => r.id)}::bigint[], ${released.map((r) => r.claim)}::text[]) AS x(id, claim) WHERE w.id = x.id AND w.claim = x.claim`.execute(trx);
-      }
+      await settleHeldRows(trx, { removed, retries, released });
       await writeUrlHealth(trx, healthy, failing);
       counts.died = killed.size;
       const dead = [...status].filter(([, s]) => s !== 'alive').map(([id]) => BigInt(id));
       return { dead, healthy, failing };
     });
-    for (const h of written.healthy) {
-      this.#successWritten.set(h.id, Date.parse(h.at));
-      if (h.failing_since === null) this.#failedSince.delete(h.id);
-      else this.#failedSince.add(h.id);
-    }
-    for (const f of written.failing) this.#failedSince.add(f.id);
-    // Forgotten together: a URL in neither has its next success written (see the filter above).
-    if (this.#successWritten.size + this.#failedSince.size > (this.options.maxRememberedUrls ?? MAX_REMEMBERED_URLS)) {
-      this.#successWritten.clear();
-      this.#failedSince.clear();
-    }
+    this.#written.wrote(written.healthy, written.failing);
 
     const s = this.stats;
     s.delivered += counts.delivered;

@@ -95,3 +95,50 @@ export async function writeUrlHealth(trx: Kysely<Database>, healthy: readonly Ur
       WHERE u.id = x.id AND u.failing_since IS NULL`.execute(trx);
   }
 }
+
+/**
+ * Past this many URLs remembered, `WrittenHealth` forgets them all (URLs deleted or gone quiet
+ * would otherwise stay for good); forgetting only costs each URL's next success one more write.
+ */
+const MAX_REMEMBERED_URLS = 10_000;
+
+/**
+ * What the outcome writer last wrote of each URL's health, so a URL that keeps answering has
+ * its success written at most every `successEveryMs`, while a success after a failure is
+ * always written (it ends the URL's failure streak).
+ */
+export class WrittenHealth {
+  /** Per URL: the last success time written, and whether a failure was written since. */
+  readonly #successWritten = new Map<string, number>();
+  readonly #failedSince = new Set<string>();
+
+  constructor(
+    private readonly successEveryMs: number,
+    private readonly maxUrls = MAX_REMEMBERED_URLS,
+  ) {}
+
+  /** URLs remembered now. */
+  get size(): number {
+    return new Set([...this.#successWritten.keys(), ...this.#failedSince]).size;
+  }
+
+  /** Whether a batch's last success of a URL (and the failure after it, if any) must be written. */
+  worthWriting(url: string, at: Date, failingSince: Date | null): boolean {
+    return failingSince !== null || this.#failedSince.has(url) || at.getTime() - (this.#successWritten.get(url) ?? 0) >= this.successEveryMs;
+  }
+
+  /** After a commit: what it wrote. */
+  wrote(healthy: readonly UrlSuccess[], failing: readonly UrlFailing[]): void {
+    for (const h of healthy) {
+      this.#successWritten.set(h.id, Date.parse(h.at));
+      if (h.failing_since === null) this.#failedSince.delete(h.id);
+      else this.#failedSince.add(h.id);
+    }
+    for (const f of failing) this.#failedSince.add(f.id);
+    // Forgotten together: a URL in neither has its next success written (see worthWriting).
+    if (this.#successWritten.size + this.#failedSince.size > this.maxUrls) {
+      this.#successWritten.clear();
+      this.#failedSince.clear();
+    }
+  }
+}
