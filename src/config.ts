@@ -261,12 +261,11 @@ function unreadableFileProblem(file: string): string | null {
   }
 }
 
-/** A server URL fit for a message: its password left out. Text that is no URL is returned as it is. */
 /**
  * A connection URL fit for a message or a log: a password is left out; a user name with no
  * password becomes `***` unless the URL is Postgres's (elsewhere, NATS's included, it is a
- * token), and so do query parameters that carry secrets (`password`, `sslpassword`, `token`, …). Text that does not parse
- * as a URL is shown only up to its `://`.
+ * token), and so do query parameters that carry secrets (`password`, `sslpassword`, `token`,
+ * …). Text that does not parse as a URL is shown only up to its `://`.
  */
 export function withoutPassword(url: string): string {
   if (!url.includes('://')) return url;

@@ -92,13 +92,8 @@ function natsTarget(line: JsonLine, apiKeyIdFlag: string | undefined, prefix: st
  * them, and its error would print them). The message never repeats what it refuses.
  */
 export function checkPublishUrl(url: string): void {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw new Error('--url must be an absolute http(s) URL, e.g. http://127.0.0.1:3000');
-  }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('--url must be an absolute http(s) URL, e.g. http://127.0.0.1:3000');
+  const u = URL.canParse(url) ? new URL(url) : null;
+  if (u === null || (u.protocol !== 'http:' && u.protocol !== 'https:')) throw new Error('--url must be an absolute http(s) URL, e.g. http://127.0.0.1:3000');
   if (u.username !== '' || u.password !== '') throw new Error('--url must not carry credentials: publish signs in with MAILTALLY_API_KEY and MAILTALLY_SECRET_KEY');
 }
 

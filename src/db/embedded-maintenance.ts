@@ -10,9 +10,10 @@ export const EMBEDDED_MAINTENANCE_MS = 10 * 60_000;
  * What a Postgres server's background processes do and the embedded database (PGlite, one
  * backend in single-user mode) has no process for: VACUUM, so the space of deleted and updated
  * rows is used again (the webhook outbox, whose rows all go once delivered, grew to 229 MB of
- * dead rows without it, and 9 MB after one), and CHECKPOINT, so the write-ahead log is recycled
- * instead of growing to `max_wal_size` (1 GB). Each round holds the thread while it runs (about
- * a second per few hundred MB to vacuum); a round that fails is logged and tried at the next.
+ * dead rows without it, and 9 MB after one), and CHECKPOINT: between checkpoints the write-ahead
+ * log grew past `max_wal_size` (256 MB here, connect.ts), and a checkpoint brings it back (209
+ * MB with a 96 MB setting, 97 MB after one, in a development script). Each round holds the
+ * thread while it runs; a round that fails is logged and tried at the next.
  */
 export async function maintainEmbedded(db: Db): Promise<void> {
   await sql`VACUUM`.execute(db.kysely);

@@ -37,9 +37,9 @@ export async function authenticate(req: FastifyRequest, verifier: KeyVerifier, f
     throw err;
   }
   const { publicKey, secret } = given;
-  const known = verifier.cached(publicKey, secret);
-  if (known !== undefined) return known;
   const credentials = credentialKey(publicKey, secret);
+  const known = verifier.cached(credentials);
+  if (known !== undefined) return known;
   failures.begin(req.ip, credentials);
   try {
     return await check(verifier, publicKey, secret);

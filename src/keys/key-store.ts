@@ -77,9 +77,9 @@ export class KeyVerifier {
     private readonly maxEntries = 10_000,
   ) {}
 
-  /** The tenant of credentials verified within the last `ttlMs`, without a lookup or a hash. */
-  cached(publicKey: string, secret: string): Principal | undefined {
-    const hit = this.#cache.get(credentialKey(publicKey, secret));
+  /** The tenant of credentials (`credentialKey`) verified within the last `ttlMs`, without a lookup or a hash. */
+  cached(credentials: string): Principal | undefined {
+    const hit = this.#cache.get(credentials);
     return hit !== undefined && hit.expires > Date.now() ? hit.principal : undefined;
   }
 

@@ -43,7 +43,7 @@ export const EXACT_DEAD_LETTER_COUNT = 10_000;
 
 /**
  * How many dead letters there are: exact up to EXACT_DEAD_LETTER_COUNT (a scan of at most that
- * many index entries), past it the planner's estimate of the table's rows, never less than the
+ * many rows), past it the planner's estimate of the table's rows, never less than the
  * exact part: the count stays cheap however many letters pile up (a full `count(*)` of millions
  * took most of a second, and /status, which shows it, takes no credentials).
  */

@@ -177,7 +177,6 @@ export function fromRow(row: CallbackUrlRow): CallbackUrl {
   };
 }
 
-/** An id from a path or a body: a positive integer that fits a bigint column, else null. */
 /**
  * The ID an item path names: the ID itself, or the resource's unique key `EventType|Backup`
  * (Mailjet's metadata), as `open` (the primary URL for opens), `open|false` or `open|true` (the
@@ -200,6 +199,7 @@ export async function findCallbackUrlId(db: Kysely<Database>, apiKeyId: Id, id: 
   return row === undefined ? null : BigInt(row.id);
 }
 
+/** An id from a path or a body: a positive integer that fits a bigint column, else null. */
 export function parseId(id: Id): bigint | null {
   const text = String(id).trim();
   if (!/^\d{1,19}$/.test(text)) return null;

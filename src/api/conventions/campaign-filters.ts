@@ -60,8 +60,6 @@ export interface CampaignConditionOptions {
    * them out.
    */
   readonly perMessage?: boolean;
-  /** The clock `Period` counts from (seconds). */
-  readonly nowSeconds?: number;
 }
 
 /**
@@ -96,7 +94,7 @@ export function campaignConditions(apiKeyId: string, q: CampaignFilterValues, op
   let to = q.ToTS;
   if (q.Period !== undefined) {
     if (from !== undefined || to !== undefined) throw apiErrors.badRequest('Invalid parameter Period: give either Period or FromTS/ToTS, not both');
-    const now = options.nowSeconds ?? Math.floor(Date.now() / 1000);
+    const now = Math.floor(Date.now() / 1000);
     from = periodStart(q.Period, now);
     to = now + 1;
   }

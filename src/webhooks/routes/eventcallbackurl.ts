@@ -62,6 +62,7 @@ export function registerEventCallbackUrlRoutes(scope: FastifyInstance, deps: Res
   scope.put(ITEM_PATH, async (req, reply) => {
     const principal = writer(req);
     const id = await findCallbackUrlId(db, principal.apiKeyId, idOf(req));
+    // An item named by nothing of the tenant's still has its body checked first (400), then 404: 0 is no ID.
     const updated = await translated(() => updateCallbackUrl(db, principal.apiKeyId, id ?? 0n, req.body ?? {}));
     return sendOne(reply, updated);
   });
