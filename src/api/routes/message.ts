@@ -1,5 +1,6 @@
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, type RawBuilder, sql } from 'kysely';
 import { z } from 'zod';
+import { CUSTOM_ID_PREDICATE } from '../../db/migrations/0007-custom-id-index.js';
 import type { Database } from '../../db/schema.js';
 import { apiErrors } from '../../http/errors.js';
 import { MESSAGE_STATUS, campaignConditions, messageStatusCondition } from '../conventions/campaign-filters.js';
@@ -30,11 +31,12 @@ import { defineResource } from '../resource.js';
  * Filters (GetMessageQueryParams and Mailjet's OpenAPI): Campaign (alias CampaignID), Contact
  * (ContactID), ContactAlt (recipient address, any case), FromTS / ToTS (ArrivedAt in
  * [FromTS, ToTS)), From / FromDomain (sender address / domain), SenderID (aliases FromID and
- * the deprecated Sender), FromType, MessageState (StateID), MessageStatus. Messages with no
- * delivery event yet (only opens, say, arrived so far) are listed too; FromTS/ToTS exclude them.
- * Not answerable from the read models, so a 400 naming them rather than silently ignored:
- * CustomID (custom ids live only in the raw log, which is not indexed by them), Destination
- * (destination ids are not recorded), PlanSubscription and BounceReason (undocumented).
+ * the deprecated Sender), FromType, MessageState (StateID), MessageStatus, CustomID (the
+ * send-time custom id, exact, as its delivery events carry it: see `customIdCondition`).
+ * Messages with no delivery event yet (only opens, say, arrived so far) are listed too;
+ * FromTS/ToTS and CustomID exclude them. Not answerable from what is recorded, so a 400
+ * naming them rather than silently ignored: Destination (destination ids are not recorded),
+ * PlanSubscription and BounceReason (undocumented).
  * Sort: ID, ArrivedAt and AttemptCount, both directions; the default order is by ID.
  */
 
@@ -45,7 +47,6 @@ const SHOW = {
 } as const;
 
 const UNSUPPORTED = {
-  CustomID: 'custom ids are kept only in the raw event log, which cannot be searched by them',
   Destination: 'destination ids are not recorded',
   PlanSubscription: 'plan subscriptions are not recorded',
   BounceReason: 'its values are undocumented; filter on the message state with MessageState',
@@ -64,7 +65,7 @@ const query = listSchema({
   ...MESSAGE_STATUS,
   SenderID: int64({ signed: true }).optional(),
   ...SHOW,
-  CustomID: text().optional(),
+  CustomID: text(255).optional().meta({ description: 'The send-time custom id (exact match)' }),
   Destination: text().optional(),
   PlanSubscription: text().optional(),
   BounceReason: text().optional(),
@@ -150,6 +151,7 @@ export const messageResource = defineResource({
         [q.FromTS, () => sql`t.message_time >= ${q.FromTS}::int8`],
         [q.ToTS, () => sql`t.message_time < ${q.ToTS}::int8`],
         [q.MessageState, () => sql`t.state_id = ${q.MessageState}::int`],
+        [q.CustomID, () => customIdCondition(principal.apiKeyId, q.CustomID ?? '')],
       ]),
     ];
     const { rows, total } = await readList<Row>(db, { from: FROM, key: sql`t.api_key_id, t.message_id`, columns: COLUMNS, where, orderBy: orderBy('message', q.Sort, SORTABLE, [sql`t.message_id`]) }, page);
@@ -170,6 +172,18 @@ export const messageResource = defineResource({
     },
   ],
 });
+
+/**
+ * The messages whose delivery events (`sent`, `bounce`, `blocked`) carry `customId`, from the
+ * log through its index on them (migration 0007, whose predicate this repeats word for word so
+ * that the planner may use the index for any value). An empty id matches nothing: messages sent
+ * without one are not indexed.
+ */
+export function customIdCondition(apiKeyId: string, customId: string): RawBuilder<unknown> {
+  return sql`t.message_id IN (
+    SELECT message_id FROM events
+    WHERE api_key_id = ${apiKeyId}::int8 AND ${sql.raw(CUSTOM_ID_PREDICATE)} AND (payload->>'CustomID') = ${customId})`;
+}
 
 /** UUID, CustomID and the first `sent` of the page's messages, from the log (one indexed query). */
 async function withLogDetails(db: Kysely<Database>, apiKeyId: string, rows: readonly Row[], show: Show): Promise<Record<string, unknown>[]> {

@@ -54,7 +54,7 @@ export const EVENTS_A: Record<string, unknown>[] = [
   cy('click', 'c3', D10 + 40, { url: 'https://other.example/x', ip: '5.6.7.8', geo: 'US', agent: UA_MAIL }),
   cy('spam', 'sp3', D10 + 300, { source: 'JMRPP' }),
   cy('unsub', 'u3', D10 + 400, { mj_list_id: 1, ip: '5.6.7.8', geo: 'US', agent: 'List-Unsubscribe' }),
-  dee('blocked', 'bl4', T0 + 5, { error_related_to: 'mailjet', error: 'preblocked' }),
+  dee('blocked', 'bl4', T0 + 5, { error_related_to: 'mailjet', error: 'preblocked', CustomID: 'dee-1' }),
   eve('queued', 'q5', D10 + 1),
   eve('deferred', 'd5', D10 + 2, { error_related_to: 'domain', error: 'greylisted', smtp_reply: '451 4.7.1 try later' }),
   eve('bounce', 'b5', D10 + 100, { hard_bounce: false, blocked: false, error_related_to: 'system', error: 'connection issue' }),
@@ -69,9 +69,9 @@ export const EVENTS_B: Record<string, unknown>[] = [
   zed('click', 'bc2', T0 + 50, { url: 'https://b.example/', agent: UA_CHROME }),
   // Same time as the click: the history puts the open first (pipeline stage before EventID).
   zed('open', 'bz2', T0 + 50, { agent: UA_MAIL }),
-  event(BIG, { mj_contact_id: 98, email: 'yan@gmail.com' })('sent', 'bsBIG', T0),
+  event(BIG, { mj_contact_id: 98, email: 'yan@gmail.com', CustomID: 'order-1' })('sent', 'bsBIG', T0),
   // An open whose message's delivery events have not arrived (yet).
-  event('6', { mj_contact_id: 97, email: 'xu@gmail.com' })('open', 'bo6', T0 + 70, { agent: UA_MAIL }),
+  event('6', { mj_contact_id: 97, email: 'xu@gmail.com', CustomID: 'xu-1' })('open', 'bo6', T0 + 70, { agent: UA_MAIL }),
 ];
 
 /** Loads both tenants' events; returns the log position of every event by its EventID and tenant. */
