@@ -4,7 +4,7 @@ import { type Db, connectDb } from './db/connect.js';
 import { startEmbeddedMaintenance } from './db/embedded-maintenance.js';
 import { migrateToLatest } from './db/migrate.js';
 import { withSchemaLock } from './db/schema-lock.js';
-import type { RunningIngest } from './ingest/nats-ingest.js';
+import type { RunningIngest } from './ingest/run-nats-ingest.js';
 import { AuthFailureLimiter, RateLimiter } from './api/conventions/rate-limit.js';
 import { type MetricSource, registerMetrics } from './http/metrics.js';
 import { assertCanListen, closeServer, createServer, listenError } from './http/server.js';
@@ -204,7 +204,7 @@ export async function startService(config: Config, roles: readonly Role[], log: 
 
 /** NATS ingest, in this thread or (INGEST_WORKERS > 1) in worker threads. */
 async function startNatsIngest(config: Config, db: Db, log: Logger): Promise<RunningIngest> {
-  if (config.ingest.workers === 1) return (await import('./ingest/nats-ingest.js')).runNatsIngest(config, db, log, 'mailtally-ingest');
+  if (config.ingest.workers === 1) return (await import('./ingest/run-nats-ingest.js')).runNatsIngest(config, db, log, 'mailtally-ingest');
   const { IngestWorkers } = await import('./ingest/ingest-workers.js');
   const workers = new IngestWorkers(config, config.ingest.workers, log);
   await workers.start();

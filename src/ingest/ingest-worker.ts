@@ -2,7 +2,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import { connectDb } from '../db/connect.js';
 import { createLogger } from '../logger.js';
-import { runNatsIngest } from './nats-ingest.js';
+import { runNatsIngest } from './run-nats-ingest.js';
 
 /**
  * One ingest worker thread: its own NATS connection, its own Postgres pool, one NatsIngest on

@@ -1,0 +1,54 @@
+import type { Config } from '../config.js';
+import type { Db } from '../db/connect.js';
+import type { Logger } from '../logger.js';
+import { connectNats } from './nats-connect.js';
+import { type IngestStats, NatsIngest, type NatsIngestOptions } from './nats-ingest.js';
+import { TenantDirectory } from './tenants.js';
+
+/** The ingest settings from the configuration (a pipeline of two batches per worker; a backlog in up to four batches at once). */
+export function natsIngestOptions(config: Config): NatsIngestOptions {
+  if (config.nats === null) throw new Error('NATS is not configured');
+  return {
+    stream: config.nats.stream,
+    subjectPrefix: config.nats.subjectPrefix,
+    consumer: config.nats.consumer,
+    ackWaitMs: config.ingest.ackWaitMs,
+    maxAckPending: config.ingest.batchSize * 8 * config.ingest.workers,
+    batchSize: config.ingest.batchSize,
+    batchWaitMs: config.ingest.batchWaitMs,
+    pipeline: 2,
+    maxBatchRows: config.ingest.batchSize * 4,
+  };
+}
+
+/** A started ingest: its counters, and a stop that drains it. */
+export interface RunningIngest {
+  readonly stats: IngestStats;
+  /** False while the NATS consumer cannot be read (e.g. its stream was deleted and is being recreated). */
+  readonly consuming: boolean;
+  stop(): Promise<void>;
+}
+
+/** Connects to NATS and runs one NatsIngest in this thread; stop() drains it, then the connection. */
+export async function runNatsIngest(config: Config, db: Db, log: Logger, name: string): Promise<RunningIngest> {
+  const nc = await connectNats({ servers: [...(config.nats?.servers ?? [])], name, maxReconnectAttempts: -1, reconnectTimeWait: 1000 });
+  const ingest = new NatsIngest(nc, db, new TenantDirectory(db.kysely), natsIngestOptions(config), log);
+  try {
+    await ingest.start();
+  } catch (err) {
+    await nc.close();
+    throw err;
+  }
+  return {
+    get stats() {
+      return ingest.stats;
+    },
+    get consuming() {
+      return ingest.consuming;
+    },
+    stop: async () => {
+      await ingest.stop();
+      await nc.drain();
+    },
+  };
+}
