@@ -69,6 +69,23 @@ export class PrivatePostgres {
     await this.#cmd('pg_ctl', ['-D', this.dataDir, '-m', mode, '-w', '-t', '120', 'stop']);
   }
 
+  /**
+   * Stops the server and starts it again as a standby in recovery (`standby.signal`, no primary
+   * to follow): it accepts connections and read-only queries, and refuses writes and LISTEN.
+   */
+  async restartAsStandby(): Promise<void> {
+    await this.stop('fast');
+    const signal = join(this.dataDir, 'standby.signal');
+    writeFileSync(signal, '');
+    if (isRoot()) chownSync(signal, postgresUid(), postgresGid());
+    await this.start();
+  }
+
+  /** Ends a standby's recovery (`pg_ctl promote`): it accepts writes again. */
+  async promote(): Promise<void> {
+    await this.#cmd('pg_ctl', ['-D', this.dataDir, '-w', '-t', '120', 'promote']);
+  }
+
   async restart(mode: StopMode, downMs: number): Promise<void> {
     await this.stop(mode);
     await new Promise((r) => setTimeout(r, downMs));
