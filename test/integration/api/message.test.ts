@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { customIdCondition } from '../../../src/api/routes/message.js';
 import { type ApiFixture, openApiFixture } from '../../support/api.js';
 import { BIG, BIG_N, D10, GUID, T0, loadMessageEvents } from './message-events-data.js';
 
@@ -130,22 +131,7 @@ describe('GET /v3/REST/message', () => {
   });
 
   it('answers a CustomID filter through the log index on it, whatever the value', async () => {
-    // The statement as the API sends it ($1 the tenant, $2 the id), planned once for any value
-    // (a generic plan): the index is used only if the query implies its partial predicate.
-    const { customIdCondition } = await import('../../../src/api/routes/message.js');
-    const where = customIdCondition(f.keys.a.APIKeyID, 'order-1');
-    const q = sql`SELECT t.message_id FROM messages t WHERE ${where}`.compile(f.db.kysely);
-    const plan = await f.db.kysely.connection().execute(async (c) => {
-      await sql`SET plan_cache_mode = force_generic_plan; SET enable_seqscan = off`.execute(c);
-      await sql.raw(`PREPARE by_custom_id AS ${q.sql}`).execute(c);
-      try {
-        const explained = await sql.raw<{ 'QUERY PLAN': string }>(`EXPLAIN (COSTS OFF) EXECUTE by_custom_id(${f.keys.a.APIKeyID}, 'order-1')`).execute(c);
-        return explained.rows.map((r) => r['QUERY PLAN']).join('\n');
-      } finally {
-        await sql`DEALLOCATE by_custom_id; RESET plan_cache_mode; RESET enable_seqscan`.execute(c);
-      }
-    });
-    expect(plan).toMatch(/events_custom_id_idx/);
+    expect(await customIdPlan(f)).toMatch(/events_custom_id_idx/);
   });
 
   it('answers 404 for an unknown message and 400 naming the parameter for a malformed id or Show switch', async () => {
@@ -181,3 +167,41 @@ describe('GET /v3/REST/message', () => {
     expect(res.body).toEqual({ ErrorInfo: '', ErrorMessage: expect.stringMatching(message), StatusCode: 400 });
   });
 });
+
+describe('GET /v3/REST/message?CustomID on the embedded database', () => {
+  let e: ApiFixture;
+  beforeAll(async () => {
+    e = await openApiFixture({ dialect: 'pglite' });
+    await loadMessageEvents(e);
+  });
+  afterAll(async () => e?.close());
+
+  it('finds the message through the same index', async () => {
+    const res = await e.get('/v3/REST/message?CustomID=order-1');
+    expect(res.body).toEqual(envelope([MBIG]));
+    expect(await customIdPlan(e)).toMatch(/events_custom_id_idx/);
+  });
+});
+
+/**
+ * The plan of the CustomID filter's statement as the API sends it ($1 the tenant, $2 the id),
+ * planned once for any value (a generic plan): the index can be used only if the query implies
+ * its partial predicate.
+ */
+async function customIdPlan(fixture: ApiFixture): Promise<string> {
+  const where = customIdCondition(fixture.keys.a.APIKeyID, 'order-1');
+  const q = sql`SELECT t.message_id FROM messages t WHERE ${where}`.compile(fixture.db.kysely);
+  return fixture.db.kysely.connection().execute(async (c) => {
+    await sql`SET plan_cache_mode = force_generic_plan`.execute(c);
+    await sql`SET enable_seqscan = off`.execute(c);
+    await sql.raw(`PREPARE by_custom_id AS ${q.sql}`).execute(c);
+    try {
+      const explained = await sql.raw<{ 'QUERY PLAN': string }>(`EXPLAIN (COSTS OFF) EXECUTE by_custom_id(${fixture.keys.a.APIKeyID}, 'order-1')`).execute(c);
+      return explained.rows.map((r) => r['QUERY PLAN']).join('\n');
+    } finally {
+      await sql`DEALLOCATE by_custom_id`.execute(c);
+      await sql`RESET plan_cache_mode`.execute(c);
+      await sql`RESET enable_seqscan`.execute(c);
+    }
+  });
+}
