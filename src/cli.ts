@@ -14,6 +14,8 @@ Commands:
                                  run the service (default: every available role)
   migrate                        bring the database schema up to date
   keys create [--read-only]      create an API key; prints {"APIKeyID","ApiKey","SecretKey","ReadOnly"}
+  keys list                      every API key (JSON lines; no secrets)
+  keys revoke <APIKeyID|ApiKey>  the key stops authenticating (its data is kept)
   publish <file.jsonl> [--api-key-id N] [--url URL]
                                  send events to NATS, or to HTTP ingest when NATS_URL is unset
                                  (at --url, by default http(s)://HOST:PORT)
@@ -59,9 +61,12 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'migrate':
       return (await import('./cli/migrate.js')).runMigrate(config);
-    case 'keys':
-      if (rest[0] !== 'create') throw new UsageError('keys: the only subcommand is `keys create [--read-only]`');
-      return (await import('./cli/keys.js')).runKeysCreate(config, values['read-only']);
+    case 'keys': {
+      const keys = await import('./cli/keys.js');
+      if (rest[0] === 'create') return keys.runKeysCreate(config, values['read-only']);
+      if (rest[0] === 'list') return keys.runKeysList(config);
+      return keys.runKeysRevoke(config, rest[1] as string);
+    }
     case 'publish': {
       const apiKeyId = apiKeyIdFlag(values['api-key-id']);
       const publish = await import('./cli/publish.js');
@@ -109,7 +114,7 @@ function apiKeyIdFlag(text: string | undefined): string | undefined {
 const COMMANDS: Record<string, { options: readonly string[]; args: number }> = {
   serve: { options: ['roles'], args: 0 },
   migrate: { options: [], args: 0 },
-  keys: { options: ['read-only'], args: 1 },
+  keys: { options: ['read-only'], args: 2 },
   publish: { options: ['api-key-id', 'url'], args: 1 },
   import: { options: ['api-key-id', 'batch-size'], args: 1 },
   replay: { options: ['projection'], args: 0 },
@@ -125,10 +130,26 @@ function checkCommandLine(command: string, rest: string[], tokens: ReturnType<ty
     const takes = spec.options.length === 0 ? 'no options' : spec.options.map((o) => `--${o}`).join(', ');
     throw new UsageError(`${command} does not take --${token.name} (it takes ${takes})`);
   }
+  if (command === 'keys') return checkKeysCommandLine(rest, tokens);
   const extra = rest[spec.args];
   if (extra === undefined) return;
   if (command === 'publish' || command === 'import') throw new UsageError(`${command} takes one file (got ${JSON.stringify(extra)} too)`);
-  throw new UsageError(`${command === 'keys' ? 'keys create' : command} does not take ${JSON.stringify(extra)}`);
+  throw new UsageError(`${command} does not take ${JSON.stringify(extra)}`);
+}
+
+/** `keys create [--read-only]`, `keys list`, `keys revoke <APIKeyID|ApiKey>`. */
+function checkKeysCommandLine(rest: string[], tokens: ReturnType<typeof parseArguments>['tokens']): void {
+  const [sub, arg, extra] = rest;
+  if (sub !== 'create' && sub !== 'list' && sub !== 'revoke') {
+    throw new UsageError(`keys: ${sub === undefined ? 'give a subcommand' : `unknown subcommand ${JSON.stringify(sub)}`}: \`keys create [--read-only]\`, \`keys list\` or \`keys revoke <APIKeyID|ApiKey>\``);
+  }
+  if (sub !== 'create' && tokens.some((t) => t.kind === 'option' && t.name === 'read-only')) throw new UsageError(`keys ${sub} does not take --read-only`);
+  if (sub === 'revoke') {
+    if (arg === undefined) throw new UsageError('keys revoke: give the APIKeyID or the ApiKey of the key to revoke');
+    if (extra !== undefined) throw new UsageError(`keys revoke takes one key (got ${JSON.stringify(extra)} too)`);
+    return;
+  }
+  if (arg !== undefined) throw new UsageError(`keys ${sub} does not take ${JSON.stringify(arg)}`);
 }
 
 /**

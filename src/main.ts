@@ -9,7 +9,7 @@ import { AuthFailureLimiter, RateLimiter } from './api/conventions/rate-limit.js
 import { type MetricSource, registerMetrics } from './http/metrics.js';
 import { assertCanListen, closeServer, createServer, listenError } from './http/server.js';
 import { registerStatusRoute } from './http/status-route.js';
-import { KeyVerifier, countApiKeys, createApiKey, printableKey } from './keys/key-store.js';
+import { KEYS_CHANNEL, KeyVerifier, countApiKeys, createApiKey, printableKey } from './keys/key-store.js';
 import type { Logger } from './logger.js';
 import { PROJECTIONS } from '../projections/index.js';
 import type { Projector } from './projector/runner.js';
@@ -121,6 +121,11 @@ export async function startService(config: Config, roles: readonly Role[], log: 
     // Every process serves /healthz, /status and /metrics (a worker-only one too, for probes and
     // scraping); the api and ingest roles add their routes.
     const verifier = new KeyVerifier(db.kysely);
+    if (roles.includes('api') || roles.includes('ingest')) {
+      // A key revoked (`keys revoke`) stops authenticating here at once, not when its cached check expires.
+      const unlistenKeys = await db.listen(KEYS_CHANNEL, () => verifier.forget());
+      cleanup.unshift(unlistenKeys);
+    }
     // One count of failed Basic-auth attempts per address, for every route that takes Basic auth.
     const authFailures = new AuthFailureLimiter(config.api.authFailuresPerMinute, 60_000);
     const ingest = natsIngest;

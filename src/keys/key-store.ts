@@ -1,6 +1,6 @@
 import { createHash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { stringifyExactJson } from '../events/exact-json.js';
 
@@ -56,6 +56,56 @@ export function printableKey(key: CreatedApiKey): string {
   return stringifyExactJson({ APIKeyID: BigInt(key.APIKeyID), ApiKey: key.ApiKey, SecretKey: key.SecretKey, ReadOnly: key.ReadOnly });
 }
 
+/** A key as `keys list` and `keys revoke` show it: never its secret (only its hash is kept). */
+export interface ApiKeyInfo {
+  APIKeyID: string;
+  ApiKey: string;
+  ReadOnly: boolean;
+  CreatedAt: string;
+  /** Null while the key is in use. */
+  RevokedAt: string | null;
+}
+
+/** NOTIFY sent as a key is revoked: every process that checks credentials forgets those it verified. */
+export const KEYS_CHANNEL = 'mailtally_keys';
+
+const INFO_COLUMNS = ['api_key_id', 'public_key', 'read_only', 'created_at', 'revoked_at'] as const;
+
+function info(r: { api_key_id: bigint | string; public_key: string; read_only: boolean; created_at: Date | string; revoked_at: Date | string | null }): ApiKeyInfo {
+  const iso = (t: Date | string) => new Date(t).toISOString();
+  return { APIKeyID: r.api_key_id.toString(), ApiKey: r.public_key, ReadOnly: r.read_only, CreatedAt: iso(r.created_at), RevokedAt: r.revoked_at === null ? null : iso(r.revoked_at) };
+}
+
+/** One line of `keys list` / `keys revoke`, with APIKeyID as a bare integer. */
+export function printableInfo(key: ApiKeyInfo): string {
+  return stringifyExactJson({ ...key, APIKeyID: BigInt(key.APIKeyID) });
+}
+
+export async function listApiKeys(db: Kysely<Database>): Promise<ApiKeyInfo[]> {
+  return (await db.selectFrom('api_keys').select(INFO_COLUMNS).orderBy('api_key_id').execute()).map(info);
+}
+
+/**
+ * Revokes a key, named by its APIKeyID (digits) or its public key: it no longer authenticates.
+ * Its tenant's data, callback URLs and events arriving over NATS are kept. Revoking a revoked
+ * key changes nothing (its RevokedAt stays); null: no such key. The NOTIFY on KEYS_CHANNEL goes
+ * out with the commit, so running processes stop accepting the key at once.
+ */
+export async function revokeApiKey(db: Kysely<Database>, key: string): Promise<ApiKeyInfo | null> {
+  const byId = /^\d{1,19}$/.test(key);
+  if (byId && BigInt(key) > 9_223_372_036_854_775_807n) return null;
+  return db.transaction().execute(async (tx) => {
+    const row = await tx
+      .updateTable('api_keys')
+      .set((eb) => ({ revoked_at: eb.fn.coalesce('revoked_at', sql<Date>`now()`) }))
+      .where(byId ? 'api_key_id' : 'public_key', '=', byId ? BigInt(key) : key)
+      .returning(INFO_COLUMNS)
+      .executeTakeFirst();
+    if (row !== undefined) await sql`SELECT pg_notify(${KEYS_CHANNEL}, '')`.execute(tx);
+    return row === undefined ? null : info(row);
+  });
+}
+
 export async function countApiKeys(db: Kysely<Database>): Promise<number> {
   const row = await db.selectFrom('api_keys').select((eb) => eb.fn.countAll<string>().as('n')).executeTakeFirstOrThrow();
   return Number(row.n);
@@ -64,12 +114,15 @@ export async function countApiKeys(db: Kysely<Database>): Promise<number> {
 /**
  * Checks Basic credentials. Verified pairs are remembered for `ttlMs` (keyed by a hash of the
  * secret, never the secret) so that scrypt does not dominate every request; failures are not
- * cached, and a revoked key stops working when its entry expires.
+ * cached. A revoked key stops working at once where the revocation's NOTIFY is heard
+ * (`forget`), and when its entry expires otherwise.
  */
 export class KeyVerifier {
   readonly #cache = new Map<string, { principal: Principal; expires: number }>();
   /** Checks running, by credentials: the same credentials asked again meanwhile share one. */
   readonly #running = new Map<string, Promise<Principal | null>>();
+  /** Bumped by forget(): a check that began before it does not keep its answer. */
+  #generation = 0;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -94,7 +147,15 @@ export class KeyVerifier {
     return check;
   }
 
+  /** Drops every verified pair (a key was revoked: see KEYS_CHANNEL); the next request of each is checked again. */
+  forget(): void {
+    this.#generation += 1;
+    this.#cache.clear();
+    this.#running.clear();
+  }
+
   async #check(key: string, publicKey: string, secret: string): Promise<Principal | null> {
+    const generation = this.#generation;
     // Postgres text cannot hold U+0000: such a key is no key (asking would be a database error).
     const row = publicKey.includes('\u0000')
       ? undefined
@@ -109,6 +170,8 @@ export class KeyVerifier {
     if (row === undefined || !ok) return null;
 
     const principal = { apiKeyId: row.api_key_id.toString(), readOnly: row.read_only };
+    // Read before a revocation was heard of: answer this request, but do not keep it.
+    if (generation !== this.#generation) return principal;
     if (this.#cache.size >= this.maxEntries) this.#cache.clear();
     this.#cache.set(key, { principal, expires: Date.now() + this.ttlMs });
     return principal;

@@ -70,6 +70,31 @@ describe('keys create', () => {
   });
 });
 
+describe('keys list and keys revoke', () => {
+  it('lists every key without secrets, revokes one by ApiKey or APIKeyID (once), and exits 1 for a key that does not exist', async () => {
+    const created = JSON.parse((await runCli(['keys', 'create'], { env: dbEnv })).stdout) as { APIKeyID: number; ApiKey: string; SecretKey: string };
+    const listed = await runCli(['keys', 'list'], { env: dbEnv });
+    expect(listed.code, listed.stderr).toBe(0);
+    const lines = listed.stdout.trim().split('\n');
+    const mine = lines.find((l) => l.includes(created.ApiKey)) ?? '';
+    expect(mine).toMatch(new RegExp(`^\\{"APIKeyID":${created.APIKeyID},"ApiKey":"${created.ApiKey}","ReadOnly":false,"CreatedAt":"[^"]+Z","RevokedAt":null\\}$`));
+    expect(listed.stdout).not.toContain(created.SecretKey);
+    expect(lines.every((l) => !('SecretKey' in (JSON.parse(l) as object)))).toBe(true);
+
+    const revoked = await runCli(['keys', 'revoke', created.ApiKey], { env: dbEnv });
+    expect(revoked.code, revoked.stderr).toBe(0);
+    const first = JSON.parse(revoked.stdout) as { APIKeyID: number; RevokedAt: string | null };
+    expect(first).toMatchObject({ APIKeyID: created.APIKeyID, RevokedAt: expect.stringMatching(/Z$/) });
+    expect(await new KeyVerifier(t.db.kysely).verify(created.ApiKey, created.SecretKey)).toBeNull();
+    const again = await runCli(['keys', 'revoke', String(created.APIKeyID)], { env: dbEnv });
+    expect({ code: again.code, out: JSON.parse(again.stdout) as unknown }).toEqual({ code: 0, out: first });
+
+    const none = await runCli(['keys', 'revoke', '987654321987'], { env: dbEnv });
+    expect(none.code).toBe(1);
+    expect(none.stderr).toMatch(/keys revoke: no API key "987654321987"/);
+  });
+});
+
 describe('import', () => {
   // 2500 distinct events, 156 repeated lines, 42 lines of broken JSON, 41 invalid events, blank lines.
   const lines: string[] = [];
@@ -269,6 +294,12 @@ describe('errors and migrate', () => {
       [['serve', '--batch-size=5'], /serve does not take --batch-size \(it takes --roles\)/],
       [['import', 'events.jsonl', '--url', 'http://127.0.0.1:3000'], /import does not take --url \(it takes --api-key-id, --batch-size\)/],
       [['keys', 'create', 'extra'], /keys create does not take "extra"/],
+      [['keys'], /keys: give a subcommand/],
+      [['keys', 'delete', '1'], /keys: unknown subcommand "delete"/],
+      [['keys', 'revoke'], /keys revoke: give the APIKeyID or the ApiKey/],
+      [['keys', 'revoke', '1', '2'], /keys revoke takes one key \(got "2" too\)/],
+      [['keys', 'list', 'all'], /keys list does not take "all"/],
+      [['keys', 'list', '--read-only'], /keys list does not take --read-only/],
       [['migrate', 'now'], /migrate does not take "now"/],
       [['publish', 'a.jsonl', 'b.jsonl'], /publish takes one file \(got "b.jsonl" too\)/],
     ] as const) {
