@@ -3,7 +3,9 @@ import { type Db, connectDb } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { createApiKey, type CreatedApiKey } from '../../src/keys/key-store.js';
 import { createLogger } from '../../src/logger.js';
+import { type Role, type Service, startService } from '../../src/main.js';
 import { jetstreamManager } from '@nats-io/jetstream';
+import type { FastifyInstance } from 'fastify';
 import { connect } from '@nats-io/transport-node';
 import { NATS_URL, createTestDatabase, uniqueName } from './services.js';
 
@@ -77,4 +79,14 @@ async function deleteStream(name: string): Promise<void> {
   } finally {
     await nc.close();
   }
+}
+
+/**
+ * The service in this test's process, on its database without NATS (events come over HTTP),
+ * with `overrides` on the test's environment; `app` is its HTTP server, for `inject()`.
+ */
+export async function startHttpService(t: TestEnv, roles: Role[], overrides: Record<string, string> = {}): Promise<{ service: Service; app: FastifyInstance }> {
+  const { NATS_URL: _nats, ...withoutNats } = t.env;
+  const service = await startService(loadConfig({ ...withoutNats, ...overrides }), roles, quietLogger());
+  return { service, app: service.http as FastifyInstance };
 }

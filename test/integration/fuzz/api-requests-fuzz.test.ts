@@ -4,11 +4,10 @@ import fc from 'fast-check';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RESOURCES } from '../../../src/api/routes/index.js';
-import { loadConfig } from '../../../src/config.js';
 import type { CreatedApiKey } from '../../../src/keys/key-store.js';
-import { type Service, startService } from '../../../src/main.js';
+import type { Service } from '../../../src/main.js';
 import { sampleEvents, withBareMessageId } from '../../support/events.js';
-import { type TestEnv, createTestEnv, quietLogger } from '../../support/harness.js';
+import { type TestEnv, createTestEnv, startHttpService } from '../../support/harness.js';
 
 /**
  * Fuzzed requests beyond query strings (test/integration/api/fuzz.test.ts has those), against
@@ -29,9 +28,7 @@ const basicOf = (k: CreatedApiKey) => `Basic ${Buffer.from(`${k.ApiKey}:${k.Secr
 
 beforeAll(async () => {
   t = await createTestEnv({ API_RATE_LIMIT: '0', API_AUTH_FAILURE_LIMIT: '1000000', API_CACHE_ENTRIES: '0' });
-  const { NATS_URL: _nats, ...withoutNats } = t.env;
-  service = await startService(loadConfig(withoutNats), ['api', 'ingest'], quietLogger());
-  app = service.http as FastifyInstance;
+  ({ service, app } = await startHttpService(t, ['api', 'ingest']));
   const events = await inject({ method: 'POST', url: '/v1/events', body: `[${sampleEvents().map(withBareMessageId).join(',')}]` });
   expect(events.status).toBe(200);
   const created = await inject({ method: 'POST', url: '/v3/REST/eventcallbackurl', body: JSON.stringify({ EventType: 'open', Url: 'https://hooks.example.com/open' }) });

@@ -1,9 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/config.js';
 import { type CreatedApiKey, createApiKey } from '../../../src/keys/key-store.js';
-import { type Service, startService } from '../../../src/main.js';
-import { type TestEnv, countRows, createTestEnv, quietLogger } from '../../support/harness.js';
+import type { Service } from '../../../src/main.js';
+import { type TestEnv, countRows, createTestEnv, startHttpService } from '../../support/harness.js';
 import { type Json, type ValueCase, eventCase, jsonText, validEvent } from './raw-event-arbitraries.js';
 import { basicAuth as basic } from '../../support/api.js';
 
@@ -29,8 +28,7 @@ let base: string;
 beforeAll(async () => {
   t = await createTestEnv({ API_RATE_LIMIT: '0' });
   other = await createApiKey(t.db.kysely);
-  const { NATS_URL: _nats, ...withoutNats } = t.env;
-  service = await startService(loadConfig(withoutNats), ['api', 'ingest'], quietLogger());
+  ({ service } = await startHttpService(t, ['api', 'ingest']));
   base = service.url as string;
 });
 

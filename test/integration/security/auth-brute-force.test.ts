@@ -1,9 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/config.js';
 import { createApiKey } from '../../../src/keys/key-store.js';
-import { type Service, startService } from '../../../src/main.js';
-import { type TestEnv, createTestEnv, quietLogger } from '../../support/harness.js';
+import type { Service } from '../../../src/main.js';
+import { type TestEnv, createTestEnv, startHttpService } from '../../support/harness.js';
 
 /**
  * Guessing secrets over HTTP Basic is slowed down: past API_AUTH_FAILURE_LIMIT failed attempts
@@ -20,9 +19,7 @@ let app: FastifyInstance;
 
 beforeAll(async () => {
   t = await createTestEnv({ API_AUTH_FAILURE_LIMIT: String(LIMIT), API_RATE_LIMIT: '0' });
-  const { NATS_URL: _nats, ...withoutNats } = t.env;
-  service = await startService(loadConfig(withoutNats), ['api', 'ingest'], quietLogger());
-  app = service.http as FastifyInstance;
+  ({ service, app } = await startHttpService(t, ['api', 'ingest']));
 });
 
 afterAll(async () => {
@@ -110,9 +107,7 @@ describe('behind a trusted proxy (TRUST_PROXY)', () => {
   let proxied: FastifyInstance;
 
   beforeAll(async () => {
-    const { NATS_URL: _nats, ...withoutNats } = t.env;
-    behind = await startService(loadConfig({ ...withoutNats, TRUST_PROXY: '10.0.0.0/8' }), ['api'], quietLogger());
-    proxied = behind.http as FastifyInstance;
+    ({ service: behind, app: proxied } = await startHttpService(t, ['api'], { TRUST_PROXY: '10.0.0.0/8' }));
   });
 
   afterAll(async () => {

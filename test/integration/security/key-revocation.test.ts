@@ -1,10 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/config.js';
 import { type CreatedApiKey, KeyVerifier, createApiKey, listApiKeys, revokeApiKey } from '../../../src/keys/key-store.js';
-import { type Service, startService } from '../../../src/main.js';
+import type { Service } from '../../../src/main.js';
 import { DIALECTS, openMigratedDb } from '../../support/databases.js';
-import { type TestEnv, createTestEnv, quietLogger, waitFor } from '../../support/harness.js';
+import { type TestEnv, createTestEnv, waitFor, startHttpService } from '../../support/harness.js';
 
 /**
  * `keys revoke`: a revoked key no longer authenticates — in a running service at once (the
@@ -52,9 +51,7 @@ describe('a key revoked while the service runs', () => {
   beforeAll(async () => {
     t = await createTestEnv({ API_RATE_LIMIT: '0' });
     other = await createApiKey(t.db.kysely);
-    const { NATS_URL: _nats, ...withoutNats } = t.env;
-    service = await startService(loadConfig(withoutNats), ['api', 'ingest'], quietLogger());
-    app = service.http as FastifyInstance;
+    ({ service, app } = await startHttpService(t, ['api', 'ingest']));
   });
 
   afterAll(async () => {

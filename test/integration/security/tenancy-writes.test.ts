@@ -1,10 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/config.js';
 import { parseExactJson } from '../../../src/events/exact-json.js';
 import { type CreatedApiKey, createApiKey } from '../../../src/keys/key-store.js';
-import { type Service, startService } from '../../../src/main.js';
-import { type TestEnv, countRows, createTestEnv, quietLogger, waitFor } from '../../support/harness.js';
+import type { Service } from '../../../src/main.js';
+import { type TestEnv, countRows, createTestEnv, waitFor, startHttpService } from '../../support/harness.js';
 import { WebhookReceiver } from '../../support/webhook-receiver.js';
 import { basicAuth as basic } from '../../support/api.js';
 
@@ -53,9 +52,7 @@ beforeAll(async () => {
   b = await createApiKey(t.db.kysely);
   ro = await createApiKey(t.db.kysely, { readOnly: true });
   receiver = await WebhookReceiver.start((r) => (r.path.endsWith('/fail') ? { status: 500, body: 'nope' } : { status: 200 }));
-  const { NATS_URL: _nats, ...withoutNats } = t.env;
-  service = await startService(loadConfig(withoutNats), ['api', 'ingest', 'dispatcher'], quietLogger());
-  app = service.http as FastifyInstance;
+  ({ service, app } = await startHttpService(t, ['api', 'ingest', 'dispatcher']));
 
   aUrls['sent'] = await createUrl(a, { EventType: 'sent', Url: receiver.url('/a/sent') });
   aUrls['open'] = await createUrl(a, { EventType: 'open', Url: receiver.url('/a/fail'), Version: 2 });

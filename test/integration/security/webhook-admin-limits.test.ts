@@ -1,8 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../../src/config.js';
-import { type Service, startService } from '../../../src/main.js';
-import { type TestEnv, createTestEnv, quietLogger } from '../../support/harness.js';
+import type { Service } from '../../../src/main.js';
+import { type TestEnv, createTestEnv, startHttpService } from '../../support/harness.js';
 
 /**
  * /v1/webhooks/* spends the key's request budget (API_RATE_LIMIT), the one /v3/REST spends, and
@@ -15,9 +14,7 @@ let app: FastifyInstance;
 
 beforeAll(async () => {
   t = await createTestEnv({ API_RATE_LIMIT: '1', API_RATE_BURST: '2' });
-  const { NATS_URL: _nats, ...withoutNats } = t.env;
-  service = await startService(loadConfig(withoutNats), ['api', 'ingest'], quietLogger());
-  app = service.http as FastifyInstance;
+  ({ service, app } = await startHttpService(t, ['api', 'ingest']));
 });
 
 afterAll(async () => {
