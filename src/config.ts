@@ -62,6 +62,7 @@ const envSchema = z.object({
   PROJECTOR_POLL_MS: int(10, 60_000).default(1000),
   PROJECTOR_LEASE_MS: int(500, 600_000).default(15_000),
   PROJECTOR_CACHE_GROUPS: int(0, 10_000_000).default(DEFAULT_PROJECTOR_CACHE_GROUPS),
+  PROJECTOR_MIN_INTERVAL_MS: int(0, 10_000).default(0),
   REPLAY_BATCH_SIZE: int(1000, 1_000_000).default(50_000),
   REPLAY_COUNTER_ROWS: int(1000, 100_000_000).default(DEFAULT_REPLAY_COUNTER_ROWS),
   REPLAY_ENGINE: z.enum(['sql', 'fold'], { message: 'must be sql or fold' }).default('sql'),
@@ -128,7 +129,7 @@ export interface Config {
   readonly ingest: { readonly batchSize: number; readonly batchWaitMs: number; readonly ackWaitMs: number; readonly workers: number };
   /** How long `serve` waits on SIGTERM for its roles to drain before it exits regardless. */
   readonly shutdownTimeoutMs: number;
-  readonly projector: { readonly batchSize: number; readonly pollMs: number; readonly leaseMs: number; readonly cacheGroups: number; readonly replayBatchSize: number; readonly replayCounterRows: number;
+  readonly projector: { readonly batchSize: number; readonly pollMs: number; readonly leaseMs: number; readonly cacheGroups: number; readonly minIntervalMs: number; readonly replayBatchSize: number; readonly replayCounterRows: number;
     /** How `mailtally replay` rebuilds: 'sql' (set-based, by the database) or 'fold' (as the live projector folds). */
     readonly replayEngine: 'sql' | 'fold';
     /** `work_mem` of each set-based rebuild statement; unset: `DEFAULT_REBUILD_WORK_MEM` (set-rebuild.ts). */
@@ -227,7 +228,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     ingest: { batchSize: e.INGEST_BATCH_SIZE, batchWaitMs: e.INGEST_BATCH_WAIT_MS, ackWaitMs: e.INGEST_ACK_WAIT_MS, workers: e.INGEST_WORKERS },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
-    projector: { batchSize: e.PROJECTOR_BATCH_SIZE, pollMs: e.PROJECTOR_POLL_MS, leaseMs: e.PROJECTOR_LEASE_MS, cacheGroups: e.PROJECTOR_CACHE_GROUPS, replayBatchSize: e.REPLAY_BATCH_SIZE, replayCounterRows: e.REPLAY_COUNTER_ROWS, replayEngine: e.REPLAY_ENGINE, replayWorkMem: e.REPLAY_WORK_MEM },
+    projector: { batchSize: e.PROJECTOR_BATCH_SIZE, pollMs: e.PROJECTOR_POLL_MS, leaseMs: e.PROJECTOR_LEASE_MS, cacheGroups: e.PROJECTOR_CACHE_GROUPS, minIntervalMs: e.PROJECTOR_MIN_INTERVAL_MS, replayBatchSize: e.REPLAY_BATCH_SIZE, replayCounterRows: e.REPLAY_COUNTER_ROWS, replayEngine: e.REPLAY_ENGINE, replayWorkMem: e.REPLAY_WORK_MEM },
     webhooks: {
       allowList: e.WEBHOOK_ALLOWLIST,
       retryScheduleSeconds: e.WEBHOOK_RETRY_SCHEDULE,

@@ -8,6 +8,7 @@ import { ensureProjectionCheckpoints, readCheckpoints, readCheckpointVersions } 
 import { releaseLease, tryAcquireLease } from '../log/leases.js';
 import type { Logger } from '../logger.js';
 import { type Batch, computeBatch, type Cursor } from './batch.js';
+import { BatchPace } from './batch-pace.js';
 import { type CachedBatch, computeCachedBatch } from './cached-batch.js';
 import { GroupCache } from './group-cache.js';
 import { EVENTS_CHANNEL, Wakeup } from '../log/wakeup.js';
@@ -22,6 +23,8 @@ export interface ProjectorOptions {
   readonly leaseMs: number;
   /** Groups kept in memory between batches (see `group-cache.ts`); 0: none. */
   readonly cacheGroups?: number;
+  /** Least time between the starts of two live batches (see `batch-pace.ts`); 0: none. */
+  readonly minIntervalMs?: number;
 }
 
 export interface ProjectorStats {
@@ -65,6 +68,7 @@ export class Projector {
   /** Checkpoints as this runner last read or moved them (the write's compare-and-set catches anyone else moving one). */
   readonly #positions = new Map<string, bigint>();
   readonly #cache: GroupCache;
+  readonly #pace: BatchPace;
 
   constructor(
     private readonly db: Db,
@@ -74,6 +78,7 @@ export class Projector {
   ) {
     this.#wakeup = new Wakeup(db, EVENTS_CHANNEL, log);
     this.#cache = new GroupCache(options.cacheGroups ?? 0);
+    this.#pace = new BatchPace(options.minIntervalMs ?? 0);
   }
 
   async start(): Promise<void> {
@@ -89,6 +94,7 @@ export class Projector {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#wakeup.signal();
+    this.#pace.interrupt();
     if (this.#leaseTimer !== null) clearInterval(this.#leaseTimer);
     await this.#loop;
     await this.#renewing;
@@ -146,6 +152,8 @@ export class Projector {
       while (!this.#stopped) {
         // One turn per batch: on the embedded database a backlog would keep the thread (next-turn.ts).
         await nextTurn();
+        const startedAt = await this.#pace.wait();
+        if (this.#stopped) break;
         const held = this.projections.filter((p) => this.#held.has(p.name));
         if (held.length === 0) break;
         const cursors = await this.#cursors(held);
@@ -167,6 +175,7 @@ export class Projector {
           if (!worked && quiet && (await this.#checkpointsWentBack(held))) continue;
           break;
         }
+        this.#pace.started(startedAt, batch.events >= this.options.batchSize);
         const moves = cursors
           .filter((c) => batch.deltas.has(c.projection.name))
           .map((c) => ({ name: c.projection.name, expected: c.position, version: c.projection.version }));
