@@ -145,7 +145,7 @@ function checkKeysCommandLine(rest: string[], tokens: ReturnType<typeof parseArg
   }
   if (sub !== 'create' && tokens.some((t) => t.kind === 'option' && t.name === 'read-only')) throw new UsageError(`keys ${sub} does not take --read-only`);
   if (sub === 'revoke') {
-    if (arg === undefined) throw new UsageError('keys revoke: give the APIKeyID or the ApiKey of the key to revoke');
+    if (arg === undefined || arg === '') throw new UsageError('keys revoke: give the APIKeyID or the ApiKey of the key to revoke');
     if (extra !== undefined) throw new UsageError(`keys revoke takes one key (got ${JSON.stringify(extra)} too)`);
     return;
   }

@@ -8,6 +8,7 @@
  */
 export class BatchPace {
   #notBefore = 0;
+  #interrupted = false;
   #timer: NodeJS.Timeout | null = null;
   #release: (() => void) | null = null;
 
@@ -22,7 +23,7 @@ export class BatchPace {
    */
   async wait(): Promise<number> {
     const ms = this.#notBefore - this.now();
-    if (ms > 0) {
+    if (ms > 0 && !this.#interrupted) {
       await new Promise<void>((resolve) => {
         this.#release = resolve;
         this.#timer = setTimeout(resolve, ms);
@@ -38,8 +39,9 @@ export class BatchPace {
     this.#notBefore = full || this.minIntervalMs === 0 ? 0 : startedAt + this.minIntervalMs;
   }
 
-  /** Ends a wait at once (the projector stops). */
+  /** Ends a wait at once, and every later one (the projector stops; it may be between two turns, about to wait). */
   interrupt(): void {
+    this.#interrupted = true;
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#release?.();
   }

@@ -297,6 +297,7 @@ describe('errors and migrate', () => {
       [['keys'], /keys: give a subcommand/],
       [['keys', 'delete', '1'], /keys: unknown subcommand "delete"/],
       [['keys', 'revoke'], /keys revoke: give the APIKeyID or the ApiKey/],
+      [['keys', 'revoke', ''], /keys revoke: give the APIKeyID or the ApiKey/],
       [['keys', 'revoke', '1', '2'], /keys revoke takes one key \(got "2" too\)/],
       [['keys', 'list', 'all'], /keys list does not take "all"/],
       [['keys', 'list', '--read-only'], /keys list does not take --read-only/],

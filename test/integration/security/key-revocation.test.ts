@@ -42,6 +42,27 @@ describe.each(DIALECTS)('revokeApiKey on %s', (dialect) => {
   });
 });
 
+describe('a credential check begun before a revocation', () => {
+  it('answers its own request but is not kept: the next request is checked again, and refused', async () => {
+    const { db, cleanup } = await openMigratedDb('postgres');
+    try {
+      const verifier = new KeyVerifier(db.kysely);
+      // The check reads the key, then spends ~50 ms hashing; the revocation and its NOTIFY
+      // (forget) land meanwhile. Twenty tries, so that some do land inside the check.
+      for (let i = 0; i < 20; i++) {
+        const key = await createApiKey(db.kysely);
+        const running = verifier.verify(key.ApiKey, key.SecretKey);
+        await revokeApiKey(db.kysely, key.ApiKey);
+        verifier.forget();
+        await running;
+        expect(await verifier.verify(key.ApiKey, key.SecretKey)).toBeNull();
+      }
+    } finally {
+      await cleanup();
+    }
+  });
+});
+
 describe('a key revoked while the service runs', () => {
   let t: TestEnv;
   let service: Service;

@@ -51,4 +51,11 @@ describe('BatchPace', () => {
     pace.interrupt();
     expect(await settledAfter(next, 0)).toBe(true);
   });
+
+  it('does not wait after an interrupt that came before the wait (a stop between two turns of the loop)', async () => {
+    const pace = new BatchPace(10_000, () => now);
+    pace.started(1000, false);
+    pace.interrupt();
+    expect(await settledAfter(pace.wait(), 0)).toBe(true);
+  });
 });
