@@ -6,6 +6,7 @@ import * as readModelNotify from './migrations/0004-read-model-notify.js';
 import * as hotReadModels from './migrations/0005-hot-read-models.js';
 import * as checkpointVersions from './migrations/0006-checkpoint-versions.js';
 import * as customIdIndex from './migrations/0007-custom-id-index.js';
+import * as keyRevocationNotify from './migrations/0008-key-revocation-notify.js';
 import type { Database } from './schema.js';
 
 /** Every migration, in order. Listed by hand: no file-system discovery at run time. */
@@ -17,6 +18,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0005-hot-read-models': hotReadModels,
   '0006-checkpoint-versions': checkpointVersions,
   '0007-custom-id-index': customIdIndex,
+  '0008-key-revocation-notify': keyRevocationNotify,
 };
 
 export class MigrationError extends Error {

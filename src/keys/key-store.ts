@@ -3,6 +3,7 @@ import { promisify } from 'node:util';
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { stringifyExactJson } from '../events/exact-json.js';
+import { isApiKeyId } from '../events/schema.js';
 
 /**
  * API keys: a public key, a secret stored only as a scrypt hash, a numeric APIKeyID (the tenant)
@@ -66,7 +67,7 @@ export interface ApiKeyInfo {
   RevokedAt: string | null;
 }
 
-/** NOTIFY sent as a key is revoked: every process that checks credentials forgets those it verified. */
+/** NOTIFY sent as a key is revoked or deleted (migration 0008): every process that checks credentials forgets those it verified. */
 export const KEYS_CHANNEL = 'mailtally_keys';
 
 const INFO_COLUMNS = ['api_key_id', 'public_key', 'read_only', 'created_at', 'revoked_at'] as const;
@@ -86,24 +87,21 @@ export async function listApiKeys(db: Kysely<Database>): Promise<ApiKeyInfo[]> {
 }
 
 /**
- * Revokes a key, named by its APIKeyID (digits) or its public key: it no longer authenticates.
- * Its tenant's data, callback URLs and events arriving over NATS are kept. Revoking a revoked
- * key changes nothing (its RevokedAt stays); null: no such key. The NOTIFY on KEYS_CHANNEL goes
- * out with the commit, so running processes stop accepting the key at once.
+ * Revokes a key, named by its APIKeyID or its public key: it no longer authenticates. Its
+ * tenant's data, callback URLs and events arriving over NATS are kept. Revoking a revoked key
+ * changes nothing (its RevokedAt stays); null: no such key. Setting `revoked_at` sends the
+ * NOTIFY on KEYS_CHANNEL with the commit (a trigger, migration 0008), so running processes stop
+ * accepting the key at once.
  */
 export async function revokeApiKey(db: Kysely<Database>, key: string): Promise<ApiKeyInfo | null> {
-  const byId = /^\d{1,19}$/.test(key);
-  if (byId && BigInt(key) > 9_223_372_036_854_775_807n) return null;
-  return db.transaction().execute(async (tx) => {
-    const row = await tx
-      .updateTable('api_keys')
-      .set((eb) => ({ revoked_at: eb.fn.coalesce('revoked_at', sql<Date>`now()`) }))
-      .where(byId ? 'api_key_id' : 'public_key', '=', byId ? BigInt(key) : key)
-      .returning(INFO_COLUMNS)
-      .executeTakeFirst();
-    if (row !== undefined) await sql`SELECT pg_notify(${KEYS_CHANNEL}, '')`.execute(tx);
-    return row === undefined ? null : info(row);
-  });
+  const byId = isApiKeyId(key);
+  const row = await db
+    .updateTable('api_keys')
+    .set((eb) => ({ revoked_at: eb.fn.coalesce('revoked_at', sql<Date>`now()`) }))
+    .where(byId ? 'api_key_id' : 'public_key', '=', byId ? BigInt(key) : key)
+    .returning(INFO_COLUMNS)
+    .executeTakeFirst();
+  return row === undefined ? null : info(row);
 }
 
 export async function countApiKeys(db: Kysely<Database>): Promise<number> {

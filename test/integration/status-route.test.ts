@@ -1,10 +1,11 @@
 import Fastify, { type FastifyInstance } from 'fastify';
-import { type KyselyPlugin, sql } from 'kysely';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/db/connect.js';
 import { registerStatusRoute } from '../../src/http/status-route.js';
 import { EXACT_DEAD_LETTER_COUNT } from '../../src/log/dead-letters.js';
 import { openMigratedDb } from '../support/databases.js';
+import { queryCounter } from '../support/query-counter.js';
 
 /**
  * GET /status takes no credentials, so what it costs the database must not grow with the
@@ -15,21 +16,13 @@ import { openMigratedDb } from '../support/databases.js';
 let db: Db;
 let cleanup: () => Promise<void>;
 let app: FastifyInstance;
-let queries = 0;
-
 /** Counts the statements the route sends. */
-const counting: KyselyPlugin = {
-  transformQuery: (args) => {
-    queries += 1;
-    return args.node;
-  },
-  transformResult: async (args) => args.result,
-};
+const queries = queryCounter();
 
 beforeAll(async () => {
   ({ db, cleanup } = await openMigratedDb('postgres'));
   app = Fastify();
-  registerStatusRoute(app, { db: db.kysely.withPlugin(counting), roles: ['api'] });
+  registerStatusRoute(app, { db: db.kysely.withPlugin(queries.plugin), roles: ['api'] });
   await app.ready();
 });
 afterAll(async () => {
@@ -45,13 +38,13 @@ const status = async () => {
 
 describe('GET /status', () => {
   it('answers concurrent requests from at most two readings of the database', async () => {
-    queries = 0;
+    queries.reset();
     const answers = await Promise.all(Array.from({ length: 50 }, status));
     expect(answers.every((a) => a.deadLetters === 0 && a.deadLettersExact)).toBe(true);
     // The first request's reading, and the next one, shared by the requests that came during
     // it; each reading is three statements (the log head, the checkpoints, the dead letters).
-    expect(queries).toBeGreaterThanOrEqual(3);
-    expect(queries).toBeLessThanOrEqual(6);
+    expect(queries.count).toBeGreaterThanOrEqual(3);
+    expect(queries.count).toBeLessThanOrEqual(6);
   });
 
   it('answers what was there when the request arrived', async () => {
