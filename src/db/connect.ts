@@ -3,6 +3,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { type Config, withoutPassword } from '../config.js';
 import { DataDirInUseError, acquireDataDirLock } from './data-dir-lock.js';
+import { PgListener } from './pg-listener.js';
 import type { Database } from './schema.js';
 
 /** A connected database: kysely for queries, plus what only one of the two drivers can do. */
@@ -13,8 +14,9 @@ export interface Db {
   readonly pool: pg.Pool | null;
   /**
    * Calls `onNotify` for each NOTIFY on `channel` until the returned function is called. On
-   * real Postgres it holds its own connection and reconnects after a loss (calling `onNotify`
-   * once more then, since notifications may have been missed).
+   * real Postgres every channel of the Db shares one connection of its own (pg-listener.ts),
+   * opened again after a loss (calling `onNotify` once more then, since notifications may have
+   * been missed).
    */
   listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
@@ -51,13 +53,15 @@ export async function connectDb(config: Config['database'], opts: { application?
       throw new Error(`DATABASE_URL: cannot connect to ${withoutPassword(config.url)}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const listener = new PgListener(config.url);
     const close = async () => {
+      await listener.close();
       await kysely.destroy();
       // kysely ends the pool only once it has run a query through it; a process stopped before
       // (during its start) would be kept alive by the pool's own connections.
       if (!pool.ending) await pool.end();
     };
-    return { kysely, kind: 'postgres', pool, listen: (channel, onNotify) => listenPg(config.url, channel, onNotify), close };
+    return { kysely, kind: 'postgres', pool, listen: (channel, onNotify) => listener.listen(channel, onNotify), close };
   }
 
   // Loaded only for the embedded database: PGlite and kysely-pglite (which brings a TypeScript
@@ -106,49 +110,4 @@ function openDataDir(dataDir: string): () => void {
     const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'not a directory' : err instanceof Error ? err.message : String(err);
     throw new Error(`DATA_DIR: cannot use ${dataDir}: ${why}`, { cause: err });
   }
-}
-
-async function listenPg(url: string, channel: string, onNotify: () => void): Promise<() => Promise<void>> {
-  let stopped = false;
-  let client: pg.Client | null = null;
-  let retry: NodeJS.Timeout | null = null;
-  const connect = async (): Promise<void> => {
-    const c = new pg.Client({ connectionString: url, application_name: 'mailtally:listen' });
-    c.on('notification', (n) => {
-      if (n.channel === channel) onNotify();
-    });
-    c.on('error', () => reconnect(c));
-    c.on('end', () => reconnect(c));
-    try {
-      await c.connect();
-      await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
-    } catch (err) {
-      // Connected but refused LISTEN (a standby in recovery, say): close it, or every retry a
-      // second would leave one more connection open.
-      void c.end().catch(() => {});
-      throw err;
-    }
-    client = c;
-  };
-  const reconnect = (c: pg.Client) => {
-    if (stopped || client !== c || retry !== null) return;
-    client = null;
-    void c.end().catch(() => {});
-    const attempt = () => {
-      retry = null;
-      if (stopped) return;
-      connect().then(onNotify, () => {
-        retry = setTimeout(attempt, 1000);
-      });
-    };
-    retry = setTimeout(attempt, 200);
-  };
-  await connect();
-  return async () => {
-    stopped = true;
-    if (retry !== null) clearTimeout(retry);
-    const c = client;
-    client = null;
-    await c?.end().catch(() => {});
-  };
 }

@@ -1,0 +1,139 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectDb, type Db } from '../../src/db/connect.js';
+import { PgListener } from '../../src/db/pg-listener.js';
+import { waitFor } from '../support/harness.js';
+import { sleep } from '../support/processes.js';
+import { createTestDatabase } from '../support/services.js';
+
+/**
+ * `db.listen` on real Postgres: every channel of a process on one connection (a process with
+ * every role listens on five), LISTENed again after the connection is lost.
+ */
+
+let database: Awaited<ReturnType<typeof createTestDatabase>>;
+let db: Db;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  db = await connectDb({ kind: 'postgres', url: database.url, poolSize: 2 });
+}, 60_000);
+
+afterAll(async () => {
+  await db?.close();
+  await database?.drop();
+});
+
+async function admin<T>(query: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: database.url });
+  await c.connect();
+  try {
+    return await query(c);
+  } finally {
+    await c.end();
+  }
+}
+
+/** The LISTEN connections open on this file's database. */
+const listenPids = () =>
+  admin(async (c) =>
+    (await c.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'mailtally:listen'")).rows.map((r) => r.pid),
+  );
+
+const notify = (channel: string) => admin((c) => c.query(`NOTIFY ${pg.escapeIdentifier(channel)}`));
+
+/** Handlers that count their calls, by name. */
+function counters() {
+  const calls = new Map<string, number>();
+  return {
+    calls,
+    handler: (name: string) => () => calls.set(name, (calls.get(name) ?? 0) + 1),
+    get: (name: string) => calls.get(name) ?? 0,
+  };
+}
+
+describe('db.listen on Postgres', () => {
+  it('holds one connection for every channel, however many listen at once, and closes it with the last', async () => {
+    const c = counters();
+    // As a process with every role starts: five listeners at once, two on the same channel.
+    const unlisten = await Promise.all([
+      db.listen('mt_events', c.handler('projector')),
+      db.listen('mt_events', c.handler('fan-out')),
+      db.listen('mt_outbox', c.handler('outbox')),
+      db.listen('mt_keys', c.handler('keys')),
+      db.listen('mt_read_models', c.handler('cache')),
+    ]);
+    expect(await listenPids()).toHaveLength(1);
+
+    await notify('mt_events');
+    await waitFor('both listeners of mt_events', async () => c.get('projector') === 1 && c.get('fan-out') === 1);
+    await notify('mt_keys');
+    await waitFor('the keys listener', async () => c.get('keys') === 1);
+    expect(c.get('outbox')).toBe(0);
+    expect(c.get('cache')).toBe(0);
+
+    // One of a channel's two listeners gone: the other still hears it.
+    await unlisten[0]?.();
+    await notify('mt_events');
+    await waitFor('the fan-out listener', async () => c.get('fan-out') === 2);
+    expect(c.get('projector')).toBe(1);
+    expect(await listenPids()).toHaveLength(1);
+
+    // Stopping twice is harmless.
+    await unlisten[0]?.();
+    for (const u of unlisten.slice(1)) await u();
+    await waitFor('the connection closed', async () => (await listenPids()).length === 0, 5000);
+  });
+
+  it('after its connection is lost, LISTENs every channel again on one new connection and calls every listener once', { timeout: 30_000 }, async () => {
+    const c = counters();
+    const unlisten = await Promise.all([db.listen('mt_a', c.handler('a1')), db.listen('mt_a', c.handler('a2')), db.listen('mt_b', c.handler('b'))]);
+    try {
+      const [pid] = await listenPids();
+      await admin((a) => a.query('SELECT pg_terminate_backend($1)', [pid]));
+      // Notifications may have been missed meanwhile: each listener is woken once on reconnecting.
+      await waitFor('every listener woken on reconnecting', async () => c.get('a1') === 1 && c.get('a2') === 1 && c.get('b') === 1, 10_000);
+      const after = await listenPids();
+      expect(after).toHaveLength(1);
+      expect(after[0]).not.toBe(pid);
+
+      await notify('mt_b');
+      await waitFor('mt_b heard on the new connection', async () => c.get('b') === 2);
+      await notify('mt_a');
+      await waitFor('mt_a heard on the new connection', async () => c.get('a1') === 2 && c.get('a2') === 2);
+    } finally {
+      for (const u of unlisten) await u();
+    }
+  });
+
+  it('a channel whose LISTEN is refused leaves the others listening and nothing registered', async () => {
+    const c = counters();
+    const unlisten = await db.listen('mt_kept', c.handler('kept'));
+    try {
+      // A name Postgres refuses (longer than an identifier may be is truncated, not refused;
+      // an empty one is refused).
+      await expect(db.listen('', () => {})).rejects.toThrow();
+      expect(await listenPids()).toHaveLength(1);
+      await notify('mt_kept');
+      await waitFor('the other channel still heard', async () => c.get('kept') === 1);
+    } finally {
+      await unlisten();
+    }
+  });
+});
+
+describe('PgListener', () => {
+  it('refuses to listen once closed, and a server that cannot be reached rejects without keeping anything', async () => {
+    const closed = new PgListener(database.url);
+    const stop = await closed.listen('mt_closed', () => {});
+    await closed.close();
+    await stop();
+    await expect(closed.listen('mt_closed', () => {})).rejects.toThrow(/closed/);
+
+    const unreachable = new PgListener('postgres://postgres@127.0.0.1:1/postgres');
+    await expect(unreachable.listen('mt_x', () => {})).rejects.toThrow();
+    expect(unreachable.channels).toEqual([]);
+    await sleep(300);
+    await unreachable.close();
+  });
+});
