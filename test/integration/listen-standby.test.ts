@@ -4,6 +4,7 @@ import { connectDb, type Db } from '../../src/db/connect.js';
 import { waitFor } from '../support/harness.js';
 import { PrivatePostgres } from '../support/private-postgres.js';
 import { sleep } from '../support/processes.js';
+import { withClient } from '../support/services.js';
 
 /**
  * The LISTEN connection (`db.listen`, used by the projector, the dispatcher and the API cache)
@@ -26,15 +27,7 @@ afterAll(async () => {
   server?.destroy();
 });
 
-async function admin<T>(query: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: server.url() });
-  await c.connect();
-  try {
-    return await query(c);
-  } finally {
-    await c.end();
-  }
-}
+const admin = <T>(query: (c: pg.Client) => Promise<T>): Promise<T> => withClient(server.url(), query);
 
 const listenConnections = () =>
   admin(async (c) => Number((await c.query<{ n: string }>("SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = 'mailtally:listen'")).rows[0]?.n));

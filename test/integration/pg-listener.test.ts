@@ -4,7 +4,7 @@ import { connectDb, type Db } from '../../src/db/connect.js';
 import { PgListener } from '../../src/db/pg-listener.js';
 import { waitFor } from '../support/harness.js';
 import { sleep } from '../support/processes.js';
-import { createTestDatabase } from '../support/services.js';
+import { createTestDatabase, withClient } from '../support/services.js';
 
 /**
  * `db.listen` on real Postgres: every channel of a process on one connection (a process with
@@ -24,15 +24,7 @@ afterAll(async () => {
   await database?.drop();
 });
 
-async function admin<T>(query: (c: pg.Client) => Promise<T>): Promise<T> {
-  const c = new pg.Client({ connectionString: database.url });
-  await c.connect();
-  try {
-    return await query(c);
-  } finally {
-    await c.end();
-  }
-}
+const admin = <T>(query: (c: pg.Client) => Promise<T>): Promise<T> => withClient(database.url, query);
 
 /** The LISTEN connections open on this file's database. */
 const listenPids = () =>

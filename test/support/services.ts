@@ -25,32 +25,31 @@ export function reachable(url: string, defaultPort: number, timeoutMs = 1500): P
 
 export const uniqueName = (prefix: string): string => `${prefix}_${randomBytes(5).toString('hex')}`;
 
+/** Runs `work` on a connection of its own to `url`, closed after it. */
+export async function withClient<T>(url: string, work: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return await work(c);
+  } finally {
+    await c.end();
+  }
+}
+
 /**
  * A fresh database for one test file; `drop()` removes it (and kills its sessions). `options`
  * are appended to CREATE DATABASE (e.g. a template and a locale).
  */
 export async function createTestDatabase(options = ''): Promise<{ url: string; name: string; drop: () => Promise<void> }> {
   const name = uniqueName('mt_test');
-  const admin = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE ${name} ${options}`);
-  } finally {
-    await admin.end();
-  }
+  await withClient(ADMIN_DATABASE_URL, (admin) => admin.query(`CREATE DATABASE ${name} ${options}`));
   const url = new URL(ADMIN_DATABASE_URL);
   url.pathname = `/${name}`;
   return {
     url: url.toString(),
     name,
     drop: async () => {
-      const c = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
-      await c.connect();
-      try {
-        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      } finally {
-        await c.end();
-      }
+      await withClient(ADMIN_DATABASE_URL, (c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
     },
   };
 }
