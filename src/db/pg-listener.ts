@@ -1,5 +1,8 @@
 import pg from 'pg';
 
+/** How long connecting, or a LISTEN or UNLISTEN, may take before it counts as failed. */
+const TIMEOUT_MS = 10_000;
+
 /**
  * Every LISTEN of a process on one Postgres connection of its own (pg's pool cannot hold one:
  * a pooled client is handed to other queries between them). Channels are LISTENed while they
@@ -22,7 +25,7 @@ export class PgListener {
 
   constructor(
     private readonly url: string,
-    private readonly application = 'mailtally:listen',
+    private readonly options: { application?: string; timeoutMs?: number } = {},
   ) {}
 
   /**
@@ -39,8 +42,11 @@ export class PgListener {
         try {
           await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
         } catch (err) {
-          // Refused (or the connection went meanwhile): a connection nobody listens on is not kept.
-          if (this.#channels.size === 0) this.#drop(client);
+          // Refused by the server: the connection is sound, but one nobody listens on is not
+          // kept. Anything else (no answer in time, the connection gone) leaves it in doubt: it
+          // is replaced.
+          if (!(err instanceof pg.DatabaseError)) this.#lost(client);
+          else if (this.#channels.size === 0) this.#drop(client);
           throw err;
         }
         this.#channels.set(channel, new Set([handler]));
@@ -59,7 +65,7 @@ export class PgListener {
       this.#stopRetrying();
       const c = this.#client;
       this.#client = null;
-      await c?.end().catch(() => {});
+      if (c !== null) await this.#end(c);
     });
   }
 
@@ -77,10 +83,11 @@ export class PgListener {
       if (this.#channels.size === 0) {
         this.#stopRetrying();
         this.#client = null;
-        await client?.end().catch(() => {});
+        if (client !== null) await this.#end(client);
       } else {
-        // A failure here means the connection is going; its reconnect LISTENs only the channels left.
-        await client?.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`).catch(() => {});
+        // A failure here leaves the connection in doubt: it is replaced, and the new one LISTENs
+        // only the channels left.
+        if (client !== null) await client.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`).catch(() => this.#lost(client));
       }
     });
   }
@@ -93,7 +100,15 @@ export class PgListener {
 
   /** Opens the connection and LISTENs every channel that has handlers; calls them all if any. */
   async #connect(): Promise<pg.Client> {
-    const c = new pg.Client({ connectionString: this.url, application_name: this.application });
+    // Bounded, so that a server that stops answering (a host gone from the network) cannot hold
+    // the queue, and with it every later LISTEN, UNLISTEN and the close, for ever.
+    const timeoutMs = this.options.timeoutMs ?? TIMEOUT_MS;
+    const c = new pg.Client({
+      connectionString: this.url,
+      application_name: this.options.application ?? 'mailtally:listen',
+      connectionTimeoutMillis: timeoutMs,
+      query_timeout: timeoutMs,
+    });
     c.on('notification', (n) => {
       for (const h of this.#channels.get(n.channel) ?? []) h();
     });
@@ -113,6 +128,16 @@ export class PgListener {
     // Whatever was notified while there was no connection is lost: every handler looks again.
     for (const handlers of [...this.#channels.values()]) for (const h of [...handlers]) h();
     return c;
+  }
+
+  /** Ends a connection, waiting at most the timeout for the server to see it go (a frozen one never does). */
+  async #end(c: pg.Client): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, this.options.timeoutMs ?? TIMEOUT_MS);
+    });
+    await Promise.race([c.end().catch(() => {}), late]);
+    clearTimeout(timer);
   }
 
   #drop(c: pg.Client): void {

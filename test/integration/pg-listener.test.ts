@@ -5,6 +5,7 @@ import { PgListener } from '../../src/db/pg-listener.js';
 import { waitFor } from '../support/harness.js';
 import { sleep } from '../support/processes.js';
 import { createTestDatabase, withClient } from '../support/services.js';
+import { postgresBehindProxy } from '../support/tcp-proxy.js';
 
 /**
  * `db.listen` on real Postgres: every channel of a process on one connection (a process with
@@ -102,14 +103,55 @@ describe('db.listen on Postgres', () => {
     const c = counters();
     const unlisten = await db.listen('mt_kept', c.handler('kept'));
     try {
+      const before = await listenPids();
       // A name Postgres refuses (longer than an identifier may be is truncated, not refused;
       // an empty one is refused).
-      await expect(db.listen('', () => {})).rejects.toThrow();
-      expect(await listenPids()).toHaveLength(1);
+      await expect(db.listen('', () => {})).rejects.toThrow(/zero-length/);
+      // The same connection, kept: a refusal says nothing against it.
+      await sleep(400);
+      expect(await listenPids()).toEqual(before);
       await notify('mt_kept');
       await waitFor('the other channel still heard', async () => c.get('kept') === 1);
+      await sleep(200);
+      expect(c.get('kept')).toBe(1);
     } finally {
       await unlisten();
+    }
+  });
+});
+
+describe('PgListener against a server that stops answering', () => {
+  it('gives up on a LISTEN or a connection in bounded time, keeps its other work moving, and listens again when the server answers', { timeout: 30_000 }, async () => {
+    const { proxy, url } = await postgresBehindProxy(database.url);
+    const listener = new PgListener(url.toString(), { timeoutMs: 400 });
+    const c = counters();
+    try {
+      const stopA = await listener.listen('mt_frozen_a', c.handler('a'));
+      proxy.freeze();
+      // The LISTEN gets no answer: it fails after the timeout, not never.
+      const started = Date.now();
+      await expect(listener.listen('mt_frozen_b', c.handler('b'))).rejects.toThrow(/timeout/i);
+      // The connection in doubt is replaced; the new ones get no answer either, and each try
+      // gives up in time, so a listener added meanwhile is answered (refused) too.
+      await expect(listener.listen('mt_frozen_c', () => {})).rejects.toThrow(/timeout/i);
+      expect(Date.now() - started).toBeLessThan(5000);
+      expect(listener.channels).toEqual(['mt_frozen_a']);
+
+      proxy.thaw();
+      await waitFor('the listener woken on reconnecting', async () => c.get('a') === 1, 10_000);
+      await notify('mt_frozen_a');
+      await waitFor('a NOTIFY heard on the new connection', async () => c.get('a') === 2, 10_000);
+      expect(c.get('b')).toBe(0);
+
+      // Stopping does not wait on a frozen server for ever either.
+      proxy.freeze();
+      const stopping = Date.now();
+      await stopA();
+      expect(Date.now() - stopping).toBeLessThan(3000);
+    } finally {
+      proxy.thaw();
+      await listener.close();
+      await proxy.stop();
     }
   });
 });

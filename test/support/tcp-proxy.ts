@@ -3,12 +3,14 @@ import net from 'node:net';
 /**
  * A TCP proxy in front of a real server, to take it "down" for one client without touching the
  * server (other test files share it): `cut()` drops every connection and refuses new ones,
- * `restore()` lets them through again.
+ * `restore()` lets them through again; `freeze()` makes it stop answering instead (a host gone
+ * from the network), `thaw()` resets what it froze and lets new connections through.
  */
 export class TcpProxy {
   #server: net.Server | null = null;
   readonly #sockets = new Set<net.Socket>();
   #port = 0;
+  #frozen = false;
 
   constructor(
     private readonly targetHost: string,
@@ -21,6 +23,14 @@ export class TcpProxy {
 
   async start(port = 0): Promise<number> {
     const server = net.createServer((client) => {
+      if (this.#frozen) {
+        // Accepted and never answered.
+        this.#sockets.add(client);
+        client.on('close', () => this.#sockets.delete(client));
+        client.on('error', () => client.destroy());
+        client.pause();
+        return;
+      }
       const upstream = net.connect(this.targetPort, this.targetHost);
       for (const s of [client, upstream]) {
         this.#sockets.add(s);
@@ -45,6 +55,22 @@ export class TcpProxy {
     for (const s of this.#sockets) s.destroy();
     this.#sockets.clear();
     if (server !== null) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  /** Nothing gets through either way any more, and new connections are accepted and never answered. */
+  freeze(): void {
+    this.#frozen = true;
+    for (const s of this.#sockets) {
+      s.unpipe();
+      s.pause();
+    }
+  }
+
+  /** The frozen connections reset; new ones go through again. */
+  thaw(): void {
+    this.#frozen = false;
+    for (const s of this.#sockets) s.destroy();
+    this.#sockets.clear();
   }
 
   async restore(): Promise<void> {
