@@ -50,6 +50,9 @@ export class PgListener {
           throw err;
         }
         this.#channels.set(channel, new Set([handler]));
+        // The connection went while its LISTEN was answered (both in one read): it was let go
+        // with no channel to reconnect for, and this one needs it.
+        if (this.#client !== client) this.#scheduleReconnect(200);
       } else {
         handlers.add(handler);
       }
@@ -112,15 +115,22 @@ export class PgListener {
     c.on('notification', (n) => {
       for (const h of this.#channels.get(n.channel) ?? []) h();
     });
-    c.on('error', () => this.#lost(c));
-    c.on('end', () => this.#lost(c));
+    let gone = false;
+    const lost = () => {
+      gone = true;
+      this.#lost(c);
+    };
+    c.on('error', lost);
+    c.on('end', lost);
     try {
       await c.connect();
       for (const channel of this.#channels.keys()) await c.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      // Lost in the same read as the last answer: not yet ours, so nobody replaced it.
+      if (gone) throw new Error('the LISTEN connection was lost while it was opened');
     } catch (err) {
       // Connected but refused LISTEN (a standby in recovery, say): close it, or every retry
       // would leave one more connection open.
-      void c.end().catch(() => {});
+      void this.#end(c);
       throw err;
     }
     this.#client = c;
@@ -136,19 +146,24 @@ export class PgListener {
     const late = new Promise<void>((resolve) => {
       timer = setTimeout(resolve, this.options.timeoutMs ?? TIMEOUT_MS);
     });
-    await Promise.race([c.end().catch(() => {}), late]);
+    const ended = await Promise.race([c.end().then(
+      () => true,
+      () => true,
+    ), late.then(() => false)]);
     clearTimeout(timer);
+    // Not acknowledged: the socket would stay open (and keep the process alive) until TCP gave up.
+    if (!ended) c.connection.stream.destroy();
   }
 
   #drop(c: pg.Client): void {
     if (this.#client === c) this.#client = null;
-    void c.end().catch(() => {});
+    void this.#end(c);
   }
 
   #lost(c: pg.Client): void {
     if (this.#client !== c) return;
     this.#client = null;
-    void c.end().catch(() => {});
+    void this.#end(c);
     this.#scheduleReconnect(200);
   }
 

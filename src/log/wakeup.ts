@@ -25,7 +25,7 @@ export class Wakeup {
   async start(): Promise<void> {
     if (this.channel === null) return;
     try {
-      this.#unlisten = await this.db.listen(this.channel, () => this.signal());
+      this.#keep(await this.db.listen(this.channel, () => this.signal()));
     } catch (err) {
       this.log.warn({ err: describeError(err), channel: this.channel }, 'cannot LISTEN; polling until it can');
       void this.#retryListen(this.channel);
@@ -37,12 +37,18 @@ export class Wakeup {
       await sleep(2000);
       if (this.#stopped) return;
       try {
-        this.#unlisten = await this.db.listen(channel, () => this.signal());
+        this.#keep(await this.db.listen(channel, () => this.signal()));
         this.signal();
       } catch {
         // still down; keep polling
       }
     }
+  }
+
+  /** A LISTEN that came through after `stop()` (it waited its turn on the shared connection) is let go at once. */
+  #keep(unlisten: () => Promise<void>): void {
+    if (this.#stopped) void unlisten();
+    else this.#unlisten = unlisten;
   }
 
   signal(): void {

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDb, type Db } from '../../src/db/connect.js';
@@ -86,6 +87,9 @@ describe('db.listen on Postgres', () => {
       await admin((a) => a.query('SELECT pg_terminate_backend($1)', [pid]));
       // Notifications may have been missed meanwhile: each listener is woken once on reconnecting.
       await waitFor('every listener woken on reconnecting', async () => c.get('a1') === 1 && c.get('a2') === 1 && c.get('b') === 1, 10_000);
+      // Once, not once per channel or per try.
+      await sleep(300);
+      expect([c.get('a1'), c.get('a2'), c.get('b')]).toEqual([1, 1, 1]);
       const after = await listenPids();
       expect(after).toHaveLength(1);
       expect(after[0]).not.toBe(pid);
@@ -120,6 +124,9 @@ describe('db.listen on Postgres', () => {
   });
 });
 
+/** TCP connections open in this process (the proxy's own sockets included). */
+const tcpHandles = () => process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length;
+
 describe('PgListener against a server that stops answering', () => {
   it('gives up on a LISTEN or a connection in bounded time, keeps its other work moving, and listens again when the server answers', { timeout: 30_000 }, async () => {
     const { proxy, url } = await postgresBehindProxy(database.url);
@@ -143,15 +150,66 @@ describe('PgListener against a server that stops answering', () => {
       await waitFor('a NOTIFY heard on the new connection', async () => c.get('a') === 2, 10_000);
       expect(c.get('b')).toBe(0);
 
-      // Stopping does not wait on a frozen server for ever either.
+      // Stopping does not wait on a frozen server for ever either, and leaves no socket open
+      // waiting for its goodbye (one would keep the process alive).
       proxy.freeze();
+      const open = tcpHandles();
       const stopping = Date.now();
       await stopA();
       expect(Date.now() - stopping).toBeLessThan(3000);
+      await waitFor('the listener socket closed', async () => tcpHandles() === open - 1, 3000);
     } finally {
       proxy.thaw();
       await listener.close();
       await proxy.stop();
+    }
+  });
+});
+
+describe('PgListener when the connection goes as its first LISTEN is answered', () => {
+  it('opens another and listens on it', { timeout: 30_000 }, async () => {
+    // A proxy that holds the server's bytes once the LISTEN is sent, until the server closes
+    // the connection (terminated below): the LISTEN's answer and the end come in one read.
+    const target = new URL(database.url);
+    let held: Buffer[] = [];
+    let holding = false;
+    let first = true;
+    const server = net.createServer((client) => {
+      const up = net.connect(Number(target.port || 5432), target.hostname);
+      client.on('data', (d: Buffer) => {
+        if (first && d.includes('LISTEN')) {
+          holding = true;
+          first = false;
+        }
+        up.write(d);
+      });
+      up.on('data', (d: Buffer) => (holding ? held.push(d) : client.write(d)));
+      up.on('end', () => {
+        client.end(Buffer.concat(held));
+        held = [];
+        holding = false;
+      });
+      for (const s of [client, up]) s.on('error', () => (client.destroy(), up.destroy()));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = new URL(database.url);
+    url.hostname = '127.0.0.1';
+    url.port = String((server.address() as net.AddressInfo).port);
+    const listener = new PgListener(url.toString(), { timeoutMs: 5000 });
+    const c = counters();
+    try {
+      const listening = listener.listen('mt_race', c.handler('race'));
+      await waitFor('the LISTEN run', async () => (await listenPids()).length === 1 && holding, 10_000, 20);
+      const [pid] = await listenPids();
+      await admin((a) => a.query('SELECT pg_terminate_backend($1)', [pid]));
+      await listening;
+      // Listening again on a new connection: woken once for it, then hearing NOTIFY.
+      await waitFor('the listener woken on reconnecting', async () => c.get('race') === 1, 10_000);
+      await notify('mt_race');
+      await waitFor('a NOTIFY heard', async () => c.get('race') === 2, 10_000);
+    } finally {
+      await listener.close();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
 });

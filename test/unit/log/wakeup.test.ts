@@ -25,3 +25,46 @@ describe('Wakeup.wait', () => {
     expect(await w.wait(10_000)).toBe(true);
   });
 });
+
+/** A channel's LISTEN that comes through only after the wake-up was stopped. */
+describe('Wakeup.stop while its LISTEN is on its way', () => {
+  /** A Db whose `listen` answers when `answer()` is called, and counts what is still listening. */
+  function slowDb() {
+    let listening = 0;
+    const pending: (() => void)[] = [];
+    const db = {
+      listen: (_channel: string, _onNotify: () => void) =>
+        new Promise<() => Promise<void>>((resolve) => {
+          pending.push(() => {
+            listening += 1;
+            resolve(async () => {
+              listening -= 1;
+            });
+          });
+        }),
+    } as unknown as Db;
+    return { db, answer: () => pending.splice(0).forEach((p) => p()), listening: () => listening };
+  }
+
+  it('lets go of a LISTEN that arrives after the stop', async () => {
+    const { db, answer, listening } = slowDb();
+    const w = new Wakeup(db, 'mt_slow', quietLogger());
+    const starting = w.start();
+    await w.stop();
+    answer();
+    await starting;
+    await new Promise((r) => setTimeout(r, 10));
+    expect(listening()).toBe(0);
+  });
+
+  it('keeps one that arrives before', async () => {
+    const { db, answer, listening } = slowDb();
+    const w = new Wakeup(db, 'mt_slow', quietLogger());
+    const starting = w.start();
+    answer();
+    await starting;
+    expect(listening()).toBe(1);
+    await w.stop();
+    expect(listening()).toBe(0);
+  });
+});
