@@ -65,14 +65,11 @@ export class PgListener {
     return this.#serial(async () => {
       this.#closed = true;
       this.#channels.clear();
-      this.#stopRetrying();
-      const c = this.#client;
-      this.#client = null;
-      if (c !== null) await this.#end(c);
+      await this.#closeConnection();
     });
   }
 
-  /** The channels LISTENed now (for tests and status). */
+  /** The channels LISTENed now (for tests). */
   get channels(): string[] {
     return [...this.#channels.keys()];
   }
@@ -82,17 +79,20 @@ export class PgListener {
       const handlers = this.#channels.get(channel);
       if (handlers === undefined || !handlers.delete(handler) || handlers.size > 0) return;
       this.#channels.delete(channel);
+      if (this.#channels.size === 0) return this.#closeConnection();
+      // A failure here leaves the connection in doubt: it is replaced, and the new one LISTENs
+      // only the channels left.
       const client = this.#client;
-      if (this.#channels.size === 0) {
-        this.#stopRetrying();
-        this.#client = null;
-        if (client !== null) await this.#end(client);
-      } else {
-        // A failure here leaves the connection in doubt: it is replaced, and the new one LISTENs
-        // only the channels left.
-        if (client !== null) await client.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`).catch(() => this.#lost(client));
-      }
+      if (client !== null) await client.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`).catch(() => this.#lost(client));
     });
+  }
+
+  /** No channel left: no retry, no connection. */
+  async #closeConnection(): Promise<void> {
+    this.#stopRetrying();
+    const c = this.#client;
+    this.#client = null;
+    if (c !== null) await this.#end(c);
   }
 
   #serial<T>(work: () => Promise<T>): Promise<T> {
