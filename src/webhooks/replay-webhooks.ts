@@ -1,6 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../db/schema.js';
-import { WEBHOOK_EVENT_TYPES } from '../events/schema.js';
+import { INT64_MAX, WEBHOOK_EVENT_TYPES } from '../events/schema.js';
 import { type Checked, type WebhookEventType, checkEventType } from './callback-url-input.js';
 import { type GroupingLimits, LOG_SELECT, type LogEventForWebhooks, enqueueEvents } from './enqueue.js';
 import { parseTime } from './webhook-attempts.js';
@@ -89,7 +89,7 @@ export function parseReplayRequest(body: unknown): Checked<ReplayRange> {
     const lower = key.toLowerCase();
     if (lower === 'fromposition' || lower === 'toposition') {
       const text = typeof value === 'number' || typeof value === 'bigint' || typeof value === 'string' ? String(value).trim() : '';
-      if (!/^\d{1,19}$/.test(text)) problems.push(`${key} must be a log position (a whole number), got ${JSON.stringify(String(value))}`);
+      if (!/^\d{1,19}$/.test(text) || BigInt(text) > INT64_MAX) problems.push(`${key} must be a log position (a whole number up to ${INT64_MAX}), got ${JSON.stringify(String(value))}`);
       else if (lower === 'fromposition') range.fromPosition = BigInt(text);
       else range.toPosition = BigInt(text);
     } else if (lower === 'fromts' || lower === 'tots') {

@@ -99,6 +99,10 @@ describe('POST /v1/webhooks/replay', () => {
     // A range that holds nothing is refused, not answered 202 with 0 events.
     expect(await call('POST', '/v1/webhooks/replay', keys.a, { FromPosition: 20, ToPosition: 10 })).toMatchObject({ status: 400, body: { ErrorMessage: expect.stringMatching(/ToPosition must be after FromPosition/) } });
     expect((await call('POST', '/v1/webhooks/replay', keys.a, { FromPosition: 10, ToPosition: 10 })).status).toBe(400);
+    // Positions past the largest bigint are the request's fault, not the database's.
+    for (const range of [{ FromPosition: '9999999999999999999' }, { FromPosition: 0, ToPosition: '9223372036854775808' }]) {
+      expect(await call('POST', '/v1/webhooks/replay', keys.a, range)).toMatchObject({ status: 400, body: { ErrorMessage: expect.stringMatching(/Position must be a log position/) } });
+    }
     expect(await call('POST', '/v1/webhooks/replay', keys.a, { FromTS: '2030-01-01T00:00:00Z', ToTS: '2020-01-01T00:00:00Z' })).toMatchObject({ status: 400, body: { ErrorMessage: expect.stringMatching(/ToTS must be later than FromTS/) } });
     expect((await call('POST', '/v1/webhooks/replay', keys.ro, { FromTS: 0 })).status).toBe(403);
     expect((await call('POST', '/v1/webhooks/replay', null, { FromTS: 0 })).status).toBe(401);
