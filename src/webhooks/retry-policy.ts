@@ -4,7 +4,9 @@
  * delivery at once. A `Retry-After` from the receiver is honoured within bounds: never sooner
  * than the schedule says, and never later than twice the scheduled delay or a minute, whichever
  * is longer, nor more than an hour past the schedule; so a receiver can neither shorten the
- * window (the dead-URL rule counts on its 24 h) nor push retries far past it.
+ * window (the dead-URL rule counts on its 24 h) nor push retries far past it. The delay it asks
+ * for gets up to 20 % more (jitter upwards only, within those bounds), so the deliveries one
+ * answer turned away do not all come back at the same instant.
  * After the last scheduled retry fails the delivery is exhausted.
  */
 
@@ -21,7 +23,7 @@ export function nextRetry(scheduleSeconds: readonly number[], attempts: number, 
   const base = seconds * 1000;
   if (retryAfterMs !== null) {
     const upper = Math.min(base + RETRY_AFTER_MAX_EXTRA_MS, Math.max(2 * base, RETRY_AFTER_FLOOR_MS));
-    return { kind: 'retry', delayMs: Math.round(Math.min(upper, Math.max(base, retryAfterMs))) };
+    return { kind: 'retry', delayMs: Math.round(Math.min(upper, Math.max(base, retryAfterMs) * (1 + JITTER * random()))) };
   }
   return { kind: 'retry', delayMs: Math.round(base * (1 - JITTER + 2 * JITTER * random())) };
 }

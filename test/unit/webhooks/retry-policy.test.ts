@@ -17,11 +17,26 @@ describe('nextRetry', () => {
   });
 
   it('honours Retry-After within [scheduled delay, max(2 × scheduled, 60 s)], at most an hour past the schedule', () => {
-    expect(nextRetry(SCHEDULE, 1, 20_000)).toEqual({ kind: 'retry', delayMs: 20_000 });
-    expect(nextRetry(SCHEDULE, 1, 1000)).toEqual({ kind: 'retry', delayMs: 5000 });
-    expect(nextRetry(SCHEDULE, 1, 3_600_000)).toEqual({ kind: 'retry', delayMs: 60_000 });
-    expect(nextRetry(SCHEDULE, 3, 3_600_000)).toEqual({ kind: 'retry', delayMs: 240_000 });
-    expect(nextRetry([7200], 1, 86_400_000)).toEqual({ kind: 'retry', delayMs: 10_800_000 });
+    const none = () => 0;
+    expect(nextRetry(SCHEDULE, 1, 20_000, none)).toEqual({ kind: 'retry', delayMs: 20_000 });
+    expect(nextRetry(SCHEDULE, 1, 1000, none)).toEqual({ kind: 'retry', delayMs: 5000 });
+    for (const random of [none, () => 0.999_999]) {
+      expect(nextRetry(SCHEDULE, 1, 3_600_000, random)).toEqual({ kind: 'retry', delayMs: 60_000 });
+      expect(nextRetry(SCHEDULE, 3, 3_600_000, random)).toEqual({ kind: 'retry', delayMs: 240_000 });
+      expect(nextRetry([7200], 1, 86_400_000, random)).toEqual({ kind: 'retry', delayMs: 10_800_000 });
+    }
+  });
+
+  it('spreads the deliveries one Retry-After turned away: up to 20 % more than asked, within the bounds', () => {
+    expect(nextRetry(SCHEDULE, 1, 20_000, () => 0.5)).toEqual({ kind: 'retry', delayMs: 22_000 });
+    expect(nextRetry(SCHEDULE, 1, 1000, () => 0.5)).toEqual({ kind: 'retry', delayMs: 5500 });
+    expect(nextRetry(SCHEDULE, 1, 55_000, () => 0.999_999)).toEqual({ kind: 'retry', delayMs: 60_000 });
+    const delays = new Set(Array.from({ length: 50 }, () => {
+      const d = nextRetry(SCHEDULE, 1, 1000);
+      return d.kind === 'retry' ? d.delayMs : -1;
+    }));
+    expect(delays.size).toBeGreaterThan(10);
+    for (const d of delays) expect(d >= 5000 && d <= 6000, String(d)).toBe(true);
   });
 
   it('never retries sooner than the schedule, however long its delays', () => {
@@ -35,15 +50,17 @@ describe('nextRetry', () => {
 
   it('keeps the default 24 h window when every answer carries a Retry-After', () => {
     const schedule = loadConfig({}).webhooks.retryScheduleSeconds;
-    const span = (retryAfterMs: number) => {
+    const span = (retryAfterMs: number, random: () => number = () => 0) => {
       let total = 0;
       for (let attempts = 1; ; attempts++) {
-        const decision = nextRetry(schedule, attempts, retryAfterMs);
+        const decision = nextRetry(schedule, attempts, retryAfterMs, random);
         if (decision.kind === 'exhausted') return total;
         total += decision.delayMs;
       }
     };
     expect(span(0)).toBe(24 * 3600 * 1000);
+    expect(span(0, () => 0.999_999)).toBeGreaterThan(24 * 3600 * 1000);
+    expect(span(0, () => 0.999_999)).toBeLessThanOrEqual(1.2 * 24 * 3600 * 1000);
     expect(span(86_400_000)).toBeGreaterThan(24 * 3600 * 1000);
     expect(span(86_400_000)).toBeLessThanOrEqual(24 * 3600 * 1000 + schedule.length * 3_600_000);
   });
