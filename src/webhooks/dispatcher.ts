@@ -138,13 +138,15 @@ export class Dispatcher {
     if (this.#maintenance !== null) clearInterval(this.#maintenance);
     for (const t of this.#timers) clearTimeout(t);
     this.#timers.clear();
-    await this.#fanOut.stop();
+    // The fan-out stops reading but keeps its lease until the outcomes below are written.
+    await this.#fanOut.halt();
     await Promise.all([this.#first.stop(), this.#retry.stop()]);
     // Outcomes not written by then are repeated after their claims expire, or by the next
     // fan-out holder's recovery for first attempts sent from the log (at-least-once); the writer
     // stops trying (the database is about to be closed, and its retries would keep the process alive).
     await Promise.race([this.#writer.drain(), sleep(this.options.drainMs ?? DRAIN_MS, undefined, { ref: false })]);
     this.#writer.stop();
+    await this.#fanOut.release();
     await Promise.all([...this.#reroutes.values()]);
     await this.#outbox.stop();
     await this.#http.close();

@@ -62,6 +62,9 @@ export class FanOut {
   #position: bigint | null = null;
   /** The next batch, read while the previous one was being written, and the size it was read with. */
   #prefetch: { after: bigint; limit: number; rows: Promise<LogEventForWebhooks[]> } | null = null;
+  /** No more reading of the log (halt()). */
+  #halted = false;
+  /** No more lease renewals either (release()). */
   #stopped = false;
   #loop: Promise<void> | null = null;
   #leaseTimer: NodeJS.Timeout | null = null;
@@ -98,22 +101,37 @@ export class FanOut {
     this.#loop = this.#run();
   }
 
-  async stop(): Promise<void> {
-    this.#stopped = true;
+  /**
+   * Stops reading the log. The lease stays held (and renewed) until `release()`: while this
+   * process's first attempts are still in flight, another dispatcher taking the lease would find
+   * them without an outcome and send them again.
+   */
+  async halt(): Promise<void> {
+    this.#halted = true;
     this.#wakeup.signal();
-    if (this.#leaseTimer !== null) clearInterval(this.#leaseTimer);
     await this.#loop;
-    await this.#renewing;
-    await this.#wakeup.stop();
     await this.#prefetch?.rows.catch(() => {});
     this.#prefetch = null;
+  }
+
+  /** Halts, then lets the lease go: once the outcomes of this process's first attempts are written. */
+  async release(): Promise<void> {
+    await this.halt();
+    this.#stopped = true;
+    if (this.#leaseTimer !== null) clearInterval(this.#leaseTimer);
+    await this.#renewing;
+    await this.#wakeup.stop();
     if (this.stats.held) await releaseLease(this.db.kysely, FAN_OUT_LEASE, this.owner).catch(() => {});
     this.stats.held = false;
   }
 
+  async stop(): Promise<void> {
+    await this.release();
+  }
+
   async #run(): Promise<void> {
     let failures = 0;
-    while (!this.#stopped) {
+    while (!this.#halted) {
       try {
         // One turn per batch: on the embedded database a backlog would keep the thread (next-turn.ts).
         await nextTurn();
