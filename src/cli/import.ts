@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 import { type Db, connectDb } from '../db/connect.js';
 import { migrateToLatest } from '../db/migrate.js';
 import type { NewDeadLetter } from '../db/schema.js';
-import { type LogEventRow, decodeEventValue } from '../events/decode.js';
+import { type LogEventRow, decodeEventValue, payloadTextProblem } from '../events/decode.js';
 import { parseExactJson } from '../events/exact-json.js';
 import { writeBatch } from '../ingest/batch-writer.js';
 import { contentKey } from '../log/dead-letters.js';
@@ -101,6 +101,9 @@ export async function importFile(
 type ParsedLine = { ok: true; value: unknown } | { ok: false; reason: string };
 
 function parseLine(text: string): ParsedLine {
+  // Before the parse: one nested deep enough would overflow its stack, and be called invalid JSON.
+  const problem = payloadTextProblem(text);
+  if (problem !== null) return { ok: false, reason: problem };
   try {
     return { ok: true, value: parseExactJson(text) };
   } catch (err) {

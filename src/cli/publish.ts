@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { Config } from '../config.js';
+import { MAX_EVENT_BYTES, payloadTextProblem } from '../events/decode.js';
 import { deriveEventId } from '../events/event-id.js';
 import { parseExactJson, stringifyExactJson } from '../events/exact-json.js';
 import { MAX_BODY_BYTES, MAX_EVENTS_PER_REQUEST } from '../ingest/http-ingest.js';
@@ -40,8 +41,10 @@ async function publishToNats(config: Config, path: string, apiKeyIdFlag: string 
   const summary: PublishSummary = { Published: 0, Duplicates: 0, Skipped: [] };
   const inFlight = new Set<Promise<void>>();
   try {
+    // The server's limit on one message (1 MiB unless configured otherwise).
+    const maxPayload = nc.info?.max_payload ?? MAX_EVENT_BYTES;
     for await (const line of input.lines) {
-      const target = natsTarget(line, apiKeyIdFlag, nats.subjectPrefix);
+      const target = natsTarget(line, apiKeyIdFlag, nats.subjectPrefix, maxPayload);
       if (!target.ok) {
         summary.Skipped.push({ Line: line.lineNo, Reason: target.reason });
         continue;
@@ -49,10 +52,16 @@ async function publishToNats(config: Config, path: string, apiKeyIdFlag: string 
       while (inFlight.size >= 256) await Promise.race(inFlight);
       const job = js
         .publish(target.subject, line.text, { msgID: target.msgId })
-        .then((ack) => {
-          if (ack.duplicate) summary.Duplicates++;
-          else summary.Published++;
-        })
+        .then(
+          (ack) => {
+            if (ack.duplicate) summary.Duplicates++;
+            else summary.Published++;
+          },
+          // A line the server or the client refuses is reported with the others, and publishing goes on.
+          (err: unknown) => {
+            summary.Skipped.push({ Line: line.lineNo, Reason: `NATS refused it: ${err instanceof Error ? err.message : String(err)}` });
+          },
+        )
         .finally(() => inFlight.delete(job));
       inFlight.add(job);
       if ((summary.Published & 1023) === 0) progress.update(input.bytesRead(), { events: summary.Published + summary.Duplicates });
@@ -62,13 +71,18 @@ async function publishToNats(config: Config, path: string, apiKeyIdFlag: string 
     progress.stop();
     await nc.drain();
   }
+  summary.Skipped.sort((a, b) => a.Line - b.Line);
   return summary;
 }
 
 type Target = { ok: true; subject: string; msgId: string } | { ok: false; reason: string };
 
-function natsTarget(line: JsonLine, apiKeyIdFlag: string | undefined, prefix: string): Target {
+function natsTarget(line: JsonLine, apiKeyIdFlag: string | undefined, prefix: string, maxPayload: number): Target {
   if (line.problem !== undefined) return { ok: false, reason: line.problem };
+  const bytes = Buffer.byteLength(line.text);
+  if (bytes > maxPayload) return { ok: false, reason: `event is ${bytes} bytes, over the ${maxPayload} bytes the NATS server takes in one message` };
+  const problem = payloadTextProblem(line.text);
+  if (problem !== null) return { ok: false, reason: problem };
   let value: unknown;
   try {
     value = parseExactJson(line.text);

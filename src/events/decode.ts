@@ -1,5 +1,6 @@
 import { parseExactJson, stringifyExactJson } from './exact-json.js';
 import { fastDecodeText, fastDecodeValue } from './fast-decode.js';
+import { nestedDeeperThan, numberExponents } from './json-text.js';
 import { type CheckedEvent, type DecodeContext, type LogEventRow, toLogRow } from './log-row.js';
 import { describeIssues, rawEventSchema } from './schema.js';
 import { unstorableText } from './storable.js';
@@ -23,6 +24,29 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 export const MAX_EVENT_BYTES = 1024 * 1024;
 
 const tooLarge = (bytes: number): DecodeResult => ({ ok: false, reason: `event is ${bytes} bytes, over the ${MAX_EVENT_BYTES} (1 MiB) an event may take` });
+
+/** How deep an event's arrays and objects may nest (as a request body's, src/http/server.ts). */
+export const MAX_EVENT_DEPTH = 64;
+/**
+ * The largest exponent a number in an event may have. The log keeps the payload as jsonb, whose
+ * numbers keep every digit: `1e131000` takes 4 bytes to send and 131,001 characters each time the
+ * log is read, and a few thousand of them make the event unreadable (out of memory) for the
+ * projector, the replay and the dispatcher alike. A double needs no more than 308 (or −324).
+ */
+export const MAX_NUMBER_EXPONENT = 400;
+
+/**
+ * What in an event's JSON text the log must not take, whatever the path (NATS, HTTP, import,
+ * publish): nesting a recursive reader would overflow its stack on, or a number that grows to
+ * hundreds of digits once stored. Null when there is none.
+ */
+export function payloadTextProblem(text: string): string | null {
+  if (nestedDeeperThan(text, MAX_EVENT_DEPTH)) return `event nests arrays or objects deeper than ${MAX_EVENT_DEPTH} levels`;
+  for (const exponent of numberExponents(text)) {
+    if (exponent > MAX_NUMBER_EXPONENT) return `event holds a number with an exponent beyond ±${MAX_NUMBER_EXPONENT}, which the log would store written out in full`;
+  }
+  return null;
+}
 
 /** Its UTF-8 size, when a string of this length could be over the limit. */
 const oversize = (text: string): number | null => {
@@ -48,6 +72,8 @@ export function decodeEventBytes(bytes: Uint8Array, ctx: DecodeContext): DecodeR
 export function decodeEventText(text: string, ctx: DecodeContext): DecodeResult {
   const size = oversize(text);
   if (size !== null) return tooLarge(size);
+  const problem = payloadTextProblem(text);
+  if (problem !== null) return { ok: false, reason: problem };
   const fast = fastDecodeText(text, ctx);
   if (fast !== null) return { ok: true, row: fast };
   return decodeEventTextStrictly(text, ctx);
@@ -68,6 +94,8 @@ export function decodeEventTextStrictly(text: string, ctx: DecodeContext): Decod
 export function decodeEventValue(value: unknown, ctx: DecodeContext, payloadText?: string): DecodeResult {
   const size = payloadText === undefined ? null : oversize(payloadText);
   if (size !== null) return tooLarge(size);
+  const problem = payloadText === undefined ? null : payloadTextProblem(payloadText);
+  if (problem !== null) return { ok: false, reason: problem };
   const fast = fastDecodeValue(value, ctx, payloadText);
   if (fast !== null) return { ok: true, row: fast };
   return decodeEventValueStrictly(value, ctx, payloadText);
@@ -88,7 +116,17 @@ export function decodeEventValueStrictly(value: unknown, ctx: DecodeContext, pay
   if (ctx.subjectEvent !== undefined && ctx.subjectEvent !== e.event) {
     return { ok: false, reason: `event: "${e.event}" does not match the subject's event "${ctx.subjectEvent}"` };
   }
-  const text = payloadText ?? stringifyExactJson(raw);
+  let text = payloadText;
+  if (text === undefined) {
+    // A value with no text of its own (parsed by the caller): written out here, then checked as text is.
+    try {
+      text = stringifyExactJson(raw);
+    } catch {
+      return { ok: false, reason: `event nests arrays or objects deeper than ${MAX_EVENT_DEPTH} levels` };
+    }
+    const problem = payloadTextProblem(text);
+    if (problem !== null) return { ok: false, reason: problem };
+  }
   // jsonb cannot hold U+0000 or a lone surrogate; refusing them here keeps one bad event from failing a whole batch.
   const unstorable = unstorableText(text, raw);
   if (unstorable !== null) return { ok: false, reason: unstorable };

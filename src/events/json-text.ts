@@ -64,3 +64,37 @@ export function splitJsonArray(text: string): string[] {
   }
   return out;
 }
+
+const DIGIT_0 = 0x30;
+const DIGIT_9 = 0x39;
+const LOWER_E = 0x65;
+const UPPER_E = 0x45;
+const PLUS = 0x2b;
+const MINUS = 0x2d;
+
+/**
+ * The exponents of the numbers in JSON text (outside strings), as magnitudes: what a decimal
+ * type that keeps every digit (Postgres's jsonb) writes out as that many zeros. Outside strings
+ * an `e` after a digit can only start an exponent (`true` and `false` have theirs after letters).
+ */
+export function* numberExponents(text: string): Generator<number> {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      i = stringEnd(text, i);
+      if (i < 0) return;
+    } else if ((c === LOWER_E || c === UPPER_E) && i > 0 && text.charCodeAt(i - 1) >= DIGIT_0 && text.charCodeAt(i - 1) <= DIGIT_9) {
+      let j = i + 1;
+      if (text.charCodeAt(j) === PLUS || text.charCodeAt(j) === MINUS) j++;
+      let magnitude = 0;
+      for (; j < text.length; j++) {
+        const d = text.charCodeAt(j);
+        if (d < DIGIT_0 || d > DIGIT_9) break;
+        // Past a billion it is only "too large"; stop counting there.
+        if (magnitude < 1e9) magnitude = magnitude * 10 + (d - DIGIT_0);
+      }
+      yield magnitude;
+      i = j - 1;
+    }
+  }
+}

@@ -65,6 +65,23 @@ describe('import', () => {
     ]);
     expect((await lettersFor()).sort()).toEqual(['line 2:', 'line 3:']);
   });
+
+  it('dead-letters a line nested too deep or holding a number jsonb would write out in full, and imports the lines around it', async () => {
+    const deep = 100_000;
+    const path = writeLines('unreadable.jsonl', [
+      open(20, '"EventID":"u-1"'),
+      open(21, `"EventID":"u-2","x":${'{"a":'.repeat(deep)}1${'}'.repeat(deep)}`),
+      open(22, '"EventID":"u-3","x":[1e131000]'),
+      open(23, '"EventID":"u-4"'),
+    ]);
+    const summary = await importFile(t.db, path, { apiKeyId: t.key.APIKeyID, batchSize: 1000, pipeline: 1, quiet: true });
+    expect(summary).toEqual({ Imported: 2, Duplicates: 0, Rejected: 2 });
+    const letters = await t.db.kysely.selectFrom('dead_letters').select('reason').where('source', '=', 'import').where('reason', 'like', 'line _: event %').orderBy('id').execute();
+    expect(letters.map((l) => l.reason)).toEqual([
+      'line 2: event nests arrays or objects deeper than 64 levels',
+      'line 3: event holds a number with an exponent beyond ±400, which the log would store written out in full',
+    ]);
+  });
 });
 
 /** What a command printed with console.log, line by line, and its exit code. */
@@ -97,6 +114,26 @@ describe('publish to NATS', () => {
     }
     // the same file again: each tenant's copy is the duplicate of its own
     expect(await publish(path)).toEqual({ code: 0, summary: { Published: 0, Duplicates: 2, Skipped: [] } });
+  });
+
+  it("skips a line over the server's message limit or nested too deep, says why, and publishes the rest", async () => {
+    const key = `"APIKeyID":${t.key.APIKeyID}`;
+    const path = writeLines('skips.jsonl', [
+      open(30, `"EventID":"p-1",${key}`),
+      open(31, `"EventID":"p-2",${key},"pad":"${'x'.repeat(1_100_000)}"`),
+      open(32, `"EventID":"p-3",${key},"x":${'['.repeat(5000)}${']'.repeat(5000)}`),
+      ...Array.from({ length: 300 }, (_, i) => open(40 + i, `"EventID":"p-${4 + i}",${key}`)),
+    ]);
+    const { code, summary } = await publish(path);
+    expect(code).toBe(3);
+    expect(summary).toEqual({
+      Published: 301,
+      Duplicates: 0,
+      Skipped: [
+        { Line: 2, Reason: expect.stringMatching(/^event is 1100\d+ bytes, over the 1048576 bytes the NATS server takes in one message$/) },
+        { Line: 3, Reason: 'event nests arrays or objects deeper than 64 levels' },
+      ],
+    });
   });
 });
 

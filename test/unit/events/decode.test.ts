@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type LogEventRow, MAX_EVENT_BYTES, decodeEventBytes, decodeEventText, decodeEventValue } from '../../../src/events/decode.js';
+import { type LogEventRow, MAX_EVENT_BYTES, MAX_EVENT_DEPTH, MAX_NUMBER_EXPONENT, decodeEventBytes, decodeEventText, decodeEventValue } from '../../../src/events/decode.js';
 import { deriveEventId } from '../../../src/events/event-id.js';
 import { parseExactJson } from '../../../src/events/exact-json.js';
 import { BIG_MESSAGE_ID, sampleEvents, withBareMessageId } from '../../support/events.js';
@@ -166,5 +166,40 @@ describe('event size', () => {
     const text = event(MAX_EVENT_BYTES / 2, 'é');
     expect(text.length).toBeLessThan(MAX_EVENT_BYTES);
     expect(decodeEventText(text, ctx)).toMatchObject({ ok: false, reason: expect.stringMatching(/^event is \d+ bytes, over/) });
+  });
+});
+
+describe('what the log could not read back', () => {
+  const withExtra = (extra: string) => `{"event":"open","time":1700000000,"MessageID":7,"email":"a@b.co","x":${extra}}`;
+  const exponentReason = `event holds a number with an exponent beyond ±${MAX_NUMBER_EXPONENT}, which the log would store written out in full`;
+  const depthReason = `event nests arrays or objects deeper than ${MAX_EVENT_DEPTH} levels`;
+
+  it('refuses a number whose exponent jsonb would write out as thousands of digits, on every path', () => {
+    // 4 bytes sent, 131,001 characters every time the log is read: a few thousand made a whole log unreadable.
+    for (const number of ['1e131000', `1E${MAX_NUMBER_EXPONENT + 1}`, `2.5e-${MAX_NUMBER_EXPONENT + 1}`, `-7e+99999999999999999999`]) {
+      const text = withExtra(`[1, ${number}]`);
+      expect(decodeEventText(text, ctx), number).toEqual({ ok: false, reason: exponentReason });
+      expect(decodeEventBytes(Buffer.from(text), ctx), number).toEqual({ ok: false, reason: exponentReason });
+      expect(decodeEventValue(parseExactJson(text), ctx, text), number).toEqual({ ok: false, reason: exponentReason });
+    }
+  });
+
+  it('takes exponents a double can have, and letters that only look like one', () => {
+    for (const extra of [`1e${MAX_NUMBER_EXPONENT}`, '5e-324', '1.7976931348623157e308', '[true, false, 1e5]', '"1e131000"', '{"e1e999999":"x\\"1e999999"}']) {
+      expect(decodeEventText(withExtra(extra), ctx).ok, extra).toBe(true);
+    }
+  });
+
+  it('refuses nesting deeper than the limit on every path, however deep, and without throwing', () => {
+    const nested = (depth: number) => `${'['.repeat(depth)}1${']'.repeat(depth)}`;
+    // The event object is the first level.
+    expect(decodeEventText(withExtra(nested(MAX_EVENT_DEPTH - 1)), ctx).ok).toBe(true);
+    for (const depth of [MAX_EVENT_DEPTH, 5000, 200_000]) {
+      const text = withExtra(nested(depth));
+      expect(decodeEventText(text, ctx)).toEqual({ ok: false, reason: depthReason });
+      expect(decodeEventValue(JSON.parse(text), ctx, text)).toEqual({ ok: false, reason: depthReason });
+      // A value with no text of its own: writing it out would overflow the stack.
+      expect(decodeEventValue(JSON.parse(text), ctx)).toEqual({ ok: false, reason: depthReason });
+    }
   });
 });
