@@ -6,7 +6,7 @@ import type { NewDeadLetter } from '../db/schema.js';
 import type { LogEventRow } from '../events/decode.js';
 import { COLUMN_DEFINITIONS, COLUMN_LIST } from './columns.js';
 import { type CopyBody, encodeCopyRows } from './copy-text.js';
-import { deadLetterInsert } from './dead-letters.js';
+import { deadLetterChunks, deadLetterInsert } from './dead-letters.js';
 
 /**
  * The bulk append path on real Postgres, in one transaction with the batch's dead letters.
@@ -47,8 +47,8 @@ export async function copyAppend(db: Db & { pool: pg.Pool }, rows: readonly LogE
       staged.add(client);
     }
     await client.query('BEGIN');
-    if (letters.length > 0) {
-      const query = deadLetterInsert(db.kysely, letters).compile();
+    for (const chunk of deadLetterChunks(letters)) {
+      const query = deadLetterInsert(db.kysely, chunk).compile();
       await client.query(query.sql, [...query.parameters]);
     }
     if (body === null) {

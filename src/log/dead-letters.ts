@@ -5,7 +5,18 @@ import { MAX_EVENT_BYTES } from '../events/decode.js';
 
 /** Input that failed validation: kept with its reason, never lost, never blocking the stream. */
 export async function writeDeadLetters(db: Kysely<Database>, letters: readonly NewDeadLetter[]): Promise<void> {
-  if (letters.length > 0) await deadLetterInsert(db, letters).execute();
+  for (const chunk of deadLetterChunks(letters)) await deadLetterInsert(db, chunk).execute();
+}
+
+/**
+ * Letters per INSERT: each takes up to seven parameters, and a statement may bind at most 65,535
+ * (a batch of 10,000 rejects or more failed whole, and NATS ingest retried it again and again).
+ */
+export const DEAD_LETTERS_PER_INSERT = 1000;
+
+/** The letters in slices of at most DEAD_LETTERS_PER_INSERT, one INSERT each. */
+export function* deadLetterChunks(letters: readonly NewDeadLetter[]): Generator<readonly NewDeadLetter[]> {
+  for (let i = 0; i < letters.length; i += DEAD_LETTERS_PER_INSERT) yield letters.slice(i, i + DEAD_LETTERS_PER_INSERT);
 }
 
 /**

@@ -5,6 +5,7 @@ import { type LogEventRow, decodeEventBytes, decodeEventText } from '../../src/e
 import { appendPath, ONE_STATEMENT_MAX_ROWS, writeBatch } from '../../src/ingest/batch-writer.js';
 import { appendInOneStatement } from '../../src/log/append.js';
 import { copyAppend } from '../../src/log/copy-append.js';
+import { writeDeadLetters } from '../../src/log/dead-letters.js';
 import { openMigratedDb } from '../support/databases.js';
 
 /**
@@ -132,6 +133,14 @@ describe('copyAppend with dead letters', () => {
     expect(await copyAppend({ ...db(), pool: pool() }, [], [{ source: 'nats', reason: 'bad', raw: Buffer.from('y'), message_key: 'k2' }])).toBe(0);
     expect(await letters()).toBe(2);
     expect((await pool().query('SELECT count(*)::int AS n FROM events')).rows[0]).toEqual({ n: 2 });
+  });
+
+  it('writes more dead letters than one statement could bind (65,535 parameters), with the rows, on both writers', async () => {
+    const many = (prefix: string) =>
+      Array.from({ length: 12_000 }, (_, i) => ({ source: 'nats' as const, subject: 'mail.events.1.open', api_key_id: '1', nats_seq: String(i + 1), reason: 'bad', raw: Buffer.from(`x${i}`), message_key: `${prefix}-${i}` }));
+    expect(await copyAppend({ ...db(), pool: pool() }, rows(['c']), many('copy'))).toBe(1);
+    await writeDeadLetters(db().kysely, many('alone'));
+    expect(await letters()).toBe(2 + 24_000);
   });
 });
 
