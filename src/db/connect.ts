@@ -13,12 +13,12 @@ export interface Db {
   /** The pg pool (real Postgres only): LISTEN/NOTIFY and COPY need a raw client. */
   readonly pool: pg.Pool | null;
   /**
-   * Calls `onNotify` for each NOTIFY on `channel` until the returned function is called. On
-   * real Postgres every channel of the Db shares one connection of its own (pg-listener.ts),
-   * opened again after a loss (calling `onNotify` once more then, since notifications may have
-   * been missed).
+   * Calls `onNotify` with its payload for each NOTIFY on `channel` until the returned function
+   * is called. On real Postgres every channel of the Db shares one connection of its own
+   * (pg-listener.ts), opened again after a loss (calling `onNotify(null)` once more then, since
+   * notifications may have been missed).
    */
-  listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>;
+  listen(channel: string, onNotify: (payload: string | null) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -83,7 +83,7 @@ export async function connectDb(config: Config['database'], opts: { application?
       kind: 'pglite',
       pool: null,
       listen: async (channel, onNotify) => {
-        const unlisten = await client.listen(channel, () => onNotify());
+        const unlisten = await client.listen(channel, (payload) => onNotify(payload));
         return async () => {
           await unlisten().catch(() => {});
         };

@@ -7,6 +7,7 @@ import * as hotReadModels from './migrations/0005-hot-read-models.js';
 import * as checkpointVersions from './migrations/0006-checkpoint-versions.js';
 import * as customIdIndex from './migrations/0007-custom-id-index.js';
 import * as keyRevocationNotify from './migrations/0008-key-revocation-notify.js';
+import * as callbackUrlNotify from './migrations/0009-callback-url-notify.js';
 import type { Database } from './schema.js';
 
 /** Every migration, in order. Listed by hand: no file-system discovery at run time. */
@@ -19,6 +20,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0006-checkpoint-versions': checkpointVersions,
   '0007-custom-id-index': customIdIndex,
   '0008-key-revocation-notify': keyRevocationNotify,
+  '0009-callback-url-notify': callbackUrlNotify,
 };
 
 export class MigrationError extends Error {

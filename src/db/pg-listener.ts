@@ -16,7 +16,7 @@ const TIMEOUT_MS = 10_000;
  */
 export class PgListener {
   /** channel → its handlers, each the wrapper made by one `listen` call. */
-  readonly #channels = new Map<string, Set<() => void>>();
+  readonly #channels = new Map<string, Set<(payload: string | null) => void>>();
   #client: pg.Client | null = null;
   #retry: NodeJS.Timeout | null = null;
   /** Connecting, LISTEN and UNLISTEN run one at a time, in the order asked. */
@@ -29,11 +29,12 @@ export class PgListener {
   ) {}
 
   /**
-   * Calls `onNotify` for each NOTIFY on `channel` until the returned function is called.
+   * Calls `onNotify` with its payload for each NOTIFY on `channel` until the returned function
+   * is called, and with null after a reconnection (whatever was notified meanwhile is unknown).
    * Rejects, with nothing left registered, when the server cannot be reached or refuses LISTEN.
    */
-  listen(channel: string, onNotify: () => void): Promise<() => Promise<void>> {
-    const handler = () => onNotify();
+  listen(channel: string, onNotify: (payload: string | null) => void): Promise<() => Promise<void>> {
+    const handler = (payload: string | null) => onNotify(payload);
     return this.#serial(async () => {
       if (this.#closed) throw new Error('the LISTEN connection is closed');
       const client = this.#client ?? (await this.#connect());
@@ -74,7 +75,7 @@ export class PgListener {
     return [...this.#channels.keys()];
   }
 
-  #unlisten(channel: string, handler: () => void): Promise<void> {
+  #unlisten(channel: string, handler: (payload: string | null) => void): Promise<void> {
     return this.#serial(async () => {
       const handlers = this.#channels.get(channel);
       if (handlers === undefined || !handlers.delete(handler) || handlers.size > 0) return;
@@ -113,7 +114,7 @@ export class PgListener {
       query_timeout: timeoutMs,
     });
     c.on('notification', (n) => {
-      for (const h of this.#channels.get(n.channel) ?? []) h();
+      for (const h of this.#channels.get(n.channel) ?? []) h(n.payload ?? '');
     });
     let gone = false;
     const lost = () => {
@@ -136,7 +137,7 @@ export class PgListener {
     this.#client = c;
     this.#stopRetrying();
     // Whatever was notified while there was no connection is lost: every handler looks again.
-    for (const handlers of [...this.#channels.values()]) for (const h of [...handlers]) h();
+    for (const handlers of [...this.#channels.values()]) for (const h of [...handlers]) h(null);
     return c;
   }
 

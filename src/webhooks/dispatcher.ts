@@ -13,6 +13,7 @@ import { OutcomeWriter } from './outcome-writer.js';
 import { rerouteDeadUrl, splitForVersion1 } from './reroute.js';
 import { signatureHeaders, signingKey } from './signing.js';
 import { parseAllowList } from './ssrf-guard.js';
+import { CALLBACK_URLS_CHANNEL, UrlChanges } from './url-changes.js';
 
 /**
  * The webhook dispatcher: the fan-out (log → outbox, exactly once, one process at a time)
@@ -61,6 +62,9 @@ export class Dispatcher {
   readonly #reroutes = new Map<string, Promise<void>>();
   readonly #keys = new Map<string, Buffer>();
   #timers = new Set<NodeJS.Timeout>();
+  /** Callback URLs changed since the fan-out took first attempts for them from the log. */
+  readonly #urlChanges: UrlChanges;
+  #unlistenUrls: (() => Promise<void>) | null = null;
   #maintenance: NodeJS.Timeout | null = null;
   #stopped = false;
 
@@ -115,6 +119,8 @@ export class Dispatcher {
       (positions) => this.#fanOut.directDone(positions),
     );
     this.#outbox = new Wakeup(db, OUTBOX_CHANNEL, log);
+    // A first attempt waits at most the lane's queue time (the deadline) before it is sent.
+    this.#urlChanges = new UrlChanges(options.timeoutMs + MAINTENANCE_MS);
   }
 
   /** Cumulative counts (delivered, failed attempts, expired, dropped…), what is in flight, URLs throttled, latency. */
@@ -124,6 +130,11 @@ export class Dispatcher {
   }
 
   async start(): Promise<void> {
+    try {
+      this.#unlistenUrls = await this.db.listen(CALLBACK_URLS_CHANNEL, (id) => this.#urlChanges.heard(id));
+    } catch (err) {
+      this.log.warn({ err: describeError(err) }, 'cannot LISTEN for callback URL changes; first attempts queued for a URL when it changes go to the URL as it was');
+    }
     await this.#fanOut.start();
     await this.#outbox.start();
     this.#first.start();
@@ -149,6 +160,7 @@ export class Dispatcher {
     await this.#fanOut.release();
     await Promise.all([...this.#reroutes.values()]);
     await this.#outbox.stop();
+    await this.#unlistenUrls?.();
     await this.#http.close();
     this.#syncInFlight();
   }
@@ -186,6 +198,12 @@ export class Dispatcher {
 
   /** Sends one claimed delivery and queues its outcome for the writer; null when it was not sent (rerouted or split). */
   async #deliver(row: ClaimedDelivery): Promise<HttpOutcome | null> {
+    if (row.direct !== null && this.#urlChanges.since(row.urlId, row.createdAt.getTime())) {
+      // Taken from the log with the URL as it was before a change (a new address, status, version
+      // or secret, or deleted): the outbox's claim reads it as it is now (or finds it gone).
+      this.#writer.handOff(row);
+      return null;
+    }
     if (row.target.status !== 'alive') {
       await releaseClaims(this.db.kysely, [row]);
       this.#reroute(row.urlId);

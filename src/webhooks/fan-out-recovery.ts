@@ -14,7 +14,11 @@ import { type FirstAttempts, Reservations } from './reservations.js';
  * whose Version 1 first attempt went straight from the log and has no outcome recorded (no
  * attempt, no outbox row), and is not open in this process, are enqueued again (sent straight
  * from the log where there is room, else as outbox rows). Their Version 2 batches were
- * committed with the checkpoint's move and are not touched. Returns how many deliveries it enqueued.
+ * committed with the checkpoint's move and are not touched. An event whose route may have
+ * changed since it was fanned out (a URL of its tenant and type changed version or status after
+ * the event entered the log: switched to Version 2, say, or dead with a Version 2 backup) may have been sent
+ * straight from the log all the same: it is enqueued again to its route as it is now, whatever
+ * its version, unless an outbox row or an attempt holds it. Returns how many deliveries it enqueued.
  */
 export async function recoverFirstAttempts(
   db: Db,
@@ -32,6 +36,7 @@ export async function recoverFirstAttempts(
   // after the query leaves the ledger, but is in this snapshot (else it would be sent again).
   const openBefore = ledger.snapshot();
   const handled = await handledFirstAttempts(db, after, high);
+  const changed = await routeChangedSince(db, after, high);
   let recovered = 0;
   while (after < high) {
     const rows = (await readLogAfter(db.kysely, after, options.batchSize)).filter((r) => BigInt(r.position) <= high);
@@ -47,7 +52,7 @@ export async function recoverFirstAttempts(
     let result: EnqueueResult;
     try {
       result = await db.kysely.transaction().execute(async (trx) => {
-        const r = await enqueueEvents(trx, todo, options.grouping, new Map(), Date.now(), reservations, { versionOneOnly: true });
+        const r = await enqueueEvents(trx, todo, options.grouping, new Map(), Date.now(), reservations, { versionOneOnly: true, anyVersion: changed });
         await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(trx);
         // Still the holder: the fan-out checkpoint is where this process found it.
         if (!(await advanceCheckpoint(trx, WEBHOOKS_CHECKPOINT, high, high))) throw new CheckpointMoved();
@@ -67,10 +72,10 @@ export async function recoverFirstAttempts(
 }
 
 /**
- * The positions in (`low`, `high`] whose Version 1 delivery (`msg_<position>`) has an outbox
- * row or an attempt recorded: one pass over the outbox and one over the attempts made since
- * five minutes before the first of those events entered the log (the block range index on
- * attempt times keeps that to recent rows), whatever the range's size.
+ * The positions in (`low`, `high`] that a Version 2 batch in the outbox holds, or whose Version 1
+ * delivery (`msg_<position>`) has an outbox row or an attempt recorded: one pass over the outbox and one over the attempts
+ * made since five minutes before the first of those events entered the log (the block range
+ * index on attempt times keeps that to recent rows), whatever the range's size.
  */
 async function handledFirstAttempts(db: Db, low: bigint, high: bigint): Promise<Set<bigint>> {
   const { rows } = await sql<{ position: string }>`
@@ -80,8 +85,24 @@ async function handledFirstAttempts(db: Db, low: bigint, high: bigint): Promise<
     handled AS (
       SELECT substr(webhook_id, 5)::bigint AS position FROM webhook_deliveries WHERE left(webhook_id, 4) = 'msg_'
       UNION
+      SELECT unnest(positions) FROM webhook_deliveries WHERE left(webhook_id, 4) = 'bat_'
+      UNION
       SELECT substr(webhook_id, 5)::bigint FROM webhook_attempts, since WHERE attempted_at >= since.at AND left(webhook_id, 4) = 'msg_'
     )
     SELECT position::text AS position FROM handled WHERE position > ${low} AND position <= ${high}`.execute(db.kysely);
+  return new Set(rows.map((r) => BigInt(r.position)));
+}
+
+/**
+ * The positions in (`low`, `high`] whose tenant has a callback URL for their type whose version
+ * or status changed (`route_changed_at`, migration 0009) after the event entered the log, or
+ * within a second before (the change's transaction may have committed after the fan-out read the
+ * event). Where such an event went at the fan-out is not known.
+ */
+async function routeChangedSince(db: Db, low: bigint, high: bigint): Promise<Set<bigint>> {
+  const { rows } = await sql<{ position: string }>`
+    SELECT e.position::text AS position FROM events e
+    WHERE e.position > ${low} AND e.position <= ${high}
+      AND EXISTS (SELECT 1 FROM callback_urls u WHERE u.api_key_id = e.api_key_id AND u.event_type = e.type AND u.route_changed_at > e.recorded_at - interval '1 second')`.execute(db.kysely);
   return new Set(rows.map((r) => BigInt(r.position)));
 }

@@ -231,7 +231,11 @@ export function freshRow(d: ClaimedDelivery, o: { retry: boolean; attempts: numb
   };
 }
 
-/** Outbox rows for direct first attempts (rare: failures and hand-offs); returns their ids by `url:webhook-id`. */
+/**
+ * Outbox rows for direct first attempts (rare: failures and hand-offs); returns their ids by
+ * `url:webhook-id`. A row whose URL was deleted meanwhile is not written (deleting a URL deletes
+ * its rows; the URL's row is locked against that until this commits).
+ */
 export async function insertFreshRows(db: Kysely<Database>, rows: readonly FreshRow[]): Promise<Map<string, string>> {
   if (rows.length === 0) return new Map();
   const result = await sql<{ id: string; url_id: string; webhook_id: string }>`
@@ -240,6 +244,8 @@ export async function insertFreshRows(db: Kysely<Database>, rows: readonly Fresh
       now() + make_interval(secs => x.delay_ms / 1000.0), x.failed_at
     FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(api_key_id bigint, url_id bigint, webhook_id text, body text, position bigint, bytes integer,
       retry boolean, attempts integer, delay_ms bigint, failed_at timestamptz)
+      JOIN callback_urls AS u ON u.id = x.url_id
+    FOR KEY SHARE OF u
     RETURNING id::text AS id, url_id::text AS url_id, webhook_id`.execute(db);
   if (rows.some((r) => !r.retry)) await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(db);
   return new Map(result.rows.map((r) => [`${r.url_id}:${r.webhook_id}`, r.id]));

@@ -12,6 +12,7 @@ import { readCheckpoint } from '../../../src/log/checkpoints.js';
 import { FAN_OUT_LEASE, WEBHOOKS_CHECKPOINT } from '../../../src/webhooks/fan-out-checkpoint.js';
 import { FIRST_ATTEMPTS_CHECKPOINT } from '../../../src/webhooks/first-attempts-ledger.js';
 import { insertDeliveries } from '../../../src/webhooks/outbox.js';
+import { deleteCallbackUrl, updateCallbackUrl } from '../../../src/webhooks/callback-url-store.js';
 import { waitFor } from '../../support/harness.js';
 
 /**
@@ -123,6 +124,67 @@ describe.each(DIALECTS)('first attempts left without an outcome by a crash, on %
     expect(receiver.at('/v1/').map((r) => r.webhookId).sort()).toEqual(openIds.slice(2).sort());
     expect(receiver.at('/v2/')).toHaveLength(0);
     expect(dispatcher.stats.fanOut.recovered).toBe(4);
+  });
+});
+
+describe.each(DIALECTS)('first attempts queued for a URL when it changes, on %s', (dialect) => {
+  // One request at a time per URL, 300 ms each: the later events wait in the lane's queue.
+  const ctx = withReceiver(dialect, 300);
+
+  it('go to the URL as it is now (a new address), and not at all to a deleted one', async () => {
+    const { db, receiver } = ctx;
+    const moved = await hook(db, '1', { EventType: 'sent', Url: receiver.url('/old/sent') });
+    const deleted = await hook(db, '2', { EventType: 'sent', Url: receiver.url('/deleted/sent') });
+    ctx.dispatcher = await startDispatcher(db, { urlConcurrency: 1, timeoutMs: 10_000 });
+    const sends = (tenant: string) => Array.from({ length: 6 }, (_, i) => ({ event: 'sent', time: 1_433_334_000 + i, MessageID: String(9600 + i), email: `m${i}@example.com`, EventID: `m-${tenant}-${i}` }));
+    await append(db, '1', sends('1'));
+    await append(db, '2', sends('2'));
+    await waitFor('one request at each URL', async () => receiver.at('/old/').length === 1 && receiver.at('/deleted/').length === 1, 10_000, 5);
+    await updateCallbackUrl(db.kysely, '1', moved.id, { Url: receiver.url('/new/sent') });
+    await deleteCallbackUrl(db.kysely, '2', deleted.id);
+    await waitFor('the rest at the new address', async () => receiver.at('/new/').length === 5, 20_000);
+    await outboxEmpty(db, 15_000);
+    await new Promise((r) => setTimeout(r, 700));
+    // At most the request in flight at the change reached the old address, or the deleted URL.
+    expect(receiver.at('/old/').length).toBeLessThanOrEqual(2);
+    expect(receiver.at('/deleted/').length).toBeLessThanOrEqual(2);
+    expect(new Set([...receiver.at('/old/'), ...receiver.at('/new/')].map((r) => r.webhookId)).size).toBe(6);
+    expect(receiver.at('/old/').length + receiver.at('/new/').length).toBe(6);
+  });
+});
+
+describe.each(DIALECTS)('first attempts left without an outcome by a crash, their URL switched to Version 2 before the recovery, on %s', (dialect) => {
+  const ctx = withReceiver(dialect, 0);
+
+  it('are sent again, to the URL as it is now; a Version 2 batch still in the outbox is not', async () => {
+    const { db, receiver } = ctx;
+    const opens = await hook(db, '1', { EventType: 'open', Url: receiver.url('/switched/open') });
+    const clicks = await hook(db, '1', { EventType: 'click', Url: receiver.url('/v2/click'), Version: 2 });
+    await append(db, '1', [
+      ...Array.from({ length: 3 }, (_, i) => ({ event: 'open', time: 1_433_334_000 + i, MessageID: String(9400 + i), email: `w${i}@example.com`, EventID: `w-${i}` })),
+      { event: 'click', time: 1_433_334_100, MessageID: '9500', email: 'c@example.com', url: 'https://example.com/', EventID: 'w-click' },
+    ]);
+    const { rows } = await sql<{ position: string; type: string }>`SELECT position::text AS position, type FROM events ORDER BY position`.execute(db.kysely);
+    const head = BigInt(rows.at(-1)?.position ?? 0);
+    const clickPosition = rows.find((r) => r.type === 'click')?.position ?? '0';
+    // As a crashed holder leaves it: the three opens sent straight from the log with no outcome
+    // (Version 1 then), the click's batch in the outbox, due later. Then, before any dispatcher
+    // runs again, the opens' URL is switched to Version 2 (as it would be if it had died and
+    // its backup were Version 2).
+    await sql`INSERT INTO checkpoints (name, position) VALUES (${WEBHOOKS_CHECKPOINT}, ${head}), (${FIRST_ATTEMPTS_CHECKPOINT}, 0)
+      ON CONFLICT (name) DO UPDATE SET position = excluded.position`.execute(db.kysely);
+    await sql`INSERT INTO webhook_deliveries (api_key_id, url_id, webhook_id, events, positions, bytes, retry, attempts, due_at)
+      VALUES (1, ${clicks.id}, 'bat_waiting', ARRAY['{}'], ARRAY[${clickPosition}]::bigint[], 2, false, 0, now() + interval '1 hour')`.execute(db.kysely);
+    await updateCallbackUrl(db.kysely, '1', opens.id, { Version: 2 });
+
+    const dispatcher = (ctx.dispatcher = await startDispatcher(db));
+    await waitFor('the opens delivered', async () => receiver.at('/switched/').flatMap((r) => JSON.parse(r.body) as unknown[]).length === 3, 20_000);
+    await waitFor('the low-water checkpoint at the head', async () => (await readCheckpoint(db.kysely, FIRST_ATTEMPTS_CHECKPOINT)) === head, 20_000);
+    await new Promise((r) => setTimeout(r, 300));
+    const delivered = receiver.at('/switched/').flatMap((r) => JSON.parse(r.body) as { MessageID: number }[]);
+    expect(delivered.map((e) => e.MessageID).sort()).toEqual([9400, 9401, 9402]);
+    expect(receiver.at('/v2/')).toHaveLength(0);
+    expect(dispatcher.stats.fanOut.recovered).toBe(1);
   });
 });
 
