@@ -11,13 +11,14 @@ const ID_FIELDS = new Set(['MessageID', 'mj_campaign_id', 'mj_contact_id', 'mj_l
  * whatever the key order or number-vs-string spelling of its ids.
  */
 export function deriveEventId(apiKeyId: string, raw: Record<string, unknown>): string {
-  const canonical: Record<string, unknown> = { '@tenant': apiKeyId };
+  const entries: [string, unknown][] = [['@tenant', apiKeyId]];
   for (const key of Object.keys(raw).sort()) {
     if (NOT_CANONICAL.has(key)) continue;
     const value = raw[key];
-    canonical[key] = ID_FIELDS.has(key) && (typeof value === 'number' || typeof value === 'bigint') ? String(value) : sortKeys(value);
+    entries.push([key, ID_FIELDS.has(key) && (typeof value === 'number' || typeof value === 'bigint') ? String(value) : sortKeys(value)]);
   }
-  return `h:${createHash('sha256').update(stringifyExactJson(canonical)).digest('base64url').slice(0, 32)}`;
+  // Built from entries, a key such as `__proto__` is a field like any other (an assignment would set the prototype and drop it).
+  return `h:${createHash('sha256').update(stringifyExactJson(Object.fromEntries(entries))).digest('base64url').slice(0, 32)}`;
 }
 
 function sortKeys(value: unknown): unknown {

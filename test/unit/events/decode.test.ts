@@ -130,6 +130,14 @@ describe('EventID', () => {
     expect(a.event_id).toMatch(/^h:[A-Za-z0-9_-]{32}$/);
   });
 
+  it('derives different ids for events that differ only in a field named __proto__, at any depth', () => {
+    const a = accept('{"event":"sent","time":1,"MessageID":1,"email":"a@b.co","__proto__":"A"}');
+    const b = accept('{"event":"sent","time":1,"MessageID":1,"email":"a@b.co","__proto__":"B"}');
+    const c = accept('{"event":"sent","time":1,"MessageID":1,"email":"a@b.co","x":{"__proto__":"A"}}');
+    const d = accept('{"event":"sent","time":1,"MessageID":1,"email":"a@b.co","x":{"__proto__":"B"}}');
+    expect(new Set([a.event_id, b.event_id, c.event_id, d.event_id]).size).toBe(4);
+  });
+
   it('derives different ids for different events and different tenants', () => {
     const raw = parseExactJson('{"event":"open","time":1,"MessageID":1,"email":"a@b.co"}') as Record<string, unknown>;
     expect(deriveEventId('1', raw)).not.toBe(deriveEventId('2', raw));
