@@ -1,4 +1,5 @@
 import { isInteger, isSafeNumber, parse as losslessParse, stringify as losslessStringify } from 'lossless-json';
+import { ESCAPED_ASCII_LETTER, isTopLevelKeyAt } from './json-text.js';
 
 /**
  * JSON with 64-bit integers kept exact: integers beyond 2^53 come back as `bigint`.
@@ -47,6 +48,8 @@ function exactTopLevelInteger(text: string, key: string, rounded: number): bigin
   const needle = `"${key}"`;
   const at = text.indexOf(needle);
   if (at < 0 || text.indexOf(needle, at + needle.length) >= 0) return null;
+  // A key spelled with escaped letters is the parser's, not this needle's: the lossless parse decides.
+  if (ESCAPED_ASCII_LETTER.test(text) || !isTopLevelKeyAt(text, at)) return null;
   const digits = /^\s*:\s*(-?\d+)\s*[,}]/.exec(text.slice(at + needle.length, at + needle.length + 64))?.[1];
   return digits !== undefined && Number(digits) === rounded ? BigInt(digits) : null;
 }

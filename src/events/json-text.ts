@@ -98,3 +98,27 @@ export function* numberExponents(text: string): Generator<number> {
     }
   }
 }
+
+/**
+ * Whether the quote at `at` opens a key of the top-level object: not inside a string, at depth
+ * one. (A needle such as `"MessageID"` found by indexOf may sit inside another string, or be a
+ * nested object's key.)
+ */
+export function isTopLevelKeyAt(text: string, at: number): boolean {
+  let depth = 0;
+  for (let i = 0; i < at; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      i = stringEnd(text, i);
+      if (i < 0 || i >= at) return false;
+    } else if (c === OPEN_BRACKET || c === OPEN_BRACE) depth++;
+    else if (c === CLOSE_BRACKET || c === CLOSE_BRACE) depth--;
+  }
+  return depth === 1 && text.charCodeAt(at) === QUOTE;
+}
+
+/**
+ * An ASCII letter written as an escape (`\\u0049` for `I`): no producer needs one, but a key
+ * spelled so names the same key as its plain spelling, which a plain text search cannot see.
+ */
+export const ESCAPED_ASCII_LETTER = /\\u00(?:4[1-9a-f]|5[0-9a]|6[1-9a-f]|7[0-9a])/i;

@@ -118,6 +118,26 @@ describe('decodeEvent: bad payloads are rejected with a precise reason', () => {
   });
 });
 
+describe('MessageID past 2^53, read back from the text', () => {
+  it('takes it from the top-level key only, not from a string or a nested key that looks like it', () => {
+    const real = '9007199254740992';
+    // The look-alike keys are repeated with an escape, so that JSON.parse keeps a small value
+    // for them; the real key is spelled with an escape, so the needle finds only the look-alike.
+    const texts = [
+      // A key ending in "MessageID (an escaped quote before it).
+      `{"event":"open","time":1,"email":"a@b.co","x\\"MessageID": 9007199254740993,"x\\"Message\\u0049D": 5,"Message\\u0049D": ${real}}`,
+      // A nested object's key.
+      `{"event":"open","time":1,"email":"a@b.co","y":{"MessageID": 9007199254740993,"Message\\u0049D": 5},"Message\\u0049D": ${real}}`,
+    ];
+    for (const text of texts) {
+      expect(JSON.parse(text).MessageID, text).toBe(Number(real));
+      // The exact parse that decides such a text refuses its repeated key, as the event's reject.
+      expect(decodeEventText(text, ctx), text).toEqual({ ok: false, reason: expect.stringMatching(/not valid JSON \(Duplicate key/) });
+      expect(() => parseExactJson(text), text).toThrow(/Duplicate key/);
+    }
+  });
+});
+
 describe('EventID', () => {
   it('uses the producer EventID when given', () => {
     expect(accept('{"event":"sent","time":1,"MessageID":1,"email":"a@b.co","EventID":"evt-1"}').event_id).toBe('evt-1');
