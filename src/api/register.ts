@@ -80,7 +80,7 @@ const sendJson = (reply: FastifyReply, json: string, status = 200): FastifyReply
 const READ_ONLY = ['GET'] as const;
 
 export function refuseOtherMethods(scope: FastifyInstance, url: string, allowed: readonly string[]): void {
-  const others = (['POST', 'PUT', 'DELETE', 'PATCH'] as const).filter((m) => !allowed.includes(m));
+  const others = (['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const).filter((m) => !allowed.includes(m));
   if (others.length === 0) return;
   const refuse = async (req: FastifyRequest): Promise<never> => {
     throw apiErrors.methodNotAllowed(req.method, allowed);
@@ -101,6 +101,7 @@ function mountResource(scope: FastifyInstance, db: Kysely<Database>, resource: R
   scope.get(url, async (req, reply) =>
     cached(req, reply, async () => {
       const rawQuery = req.query as RawQuery;
+      refuseUnsupported(resource, rawQuery);
       const query = parseQuery(resource.query as z.ZodObject, rawQuery, resource.aliases) as Record<string, unknown> & Parameters<typeof pageOf>[0];
       const page = pageOf(query);
       const result = await resource.list({ db, principal: principalOf(req), rawQuery, query, page });
@@ -113,6 +114,7 @@ function mountResource(scope: FastifyInstance, db: Kysely<Database>, resource: R
     const itemUrl = `${url}/${item.path}`;
     scope.get(itemUrl, async (req, reply) =>
       cached(req, reply, async () => {
+        refuseUnsupported(resource, req.query as RawQuery);
         const records: readonly WireRecord[] = await item.find(
           { db, principal: principalOf(req), rawQuery: req.query as RawQuery },
           req.params as Record<string, string>,
@@ -122,5 +124,17 @@ function mountResource(scope: FastifyInstance, db: Kysely<Database>, resource: R
       }),
     );
     refuseOtherMethods(scope, itemUrl, READ_ONLY);
+  }
+}
+
+/** A 400 naming the first parameter (in any case, or an alias of it) the resource does not answer. */
+function refuseUnsupported(resource: Resource, raw: RawQuery): void {
+  const unsupported = resource.unsupported;
+  if (unsupported === undefined) return;
+  const byName = new Map(Object.entries(unsupported).map(([name, why]) => [name.toLowerCase(), { name, why }]));
+  for (const key of Object.keys(raw)) {
+    const lower = key.toLowerCase();
+    const found = byName.get(resource.aliases?.[lower] ?? lower);
+    if (found !== undefined) throw apiErrors.badRequest(`Invalid parameter ${found.name}: not supported on ${resource.name} (${found.why})`);
   }
 }

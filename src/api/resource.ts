@@ -51,6 +51,11 @@ export interface Resource<S extends z.ZodObject = z.ZodObject> {
   readonly record: z.ZodObject;
   /** Other spellings of parameter names (lowercase → canonical lowercase), e.g. sourceid ← sourceids. */
   readonly aliases?: Readonly<Record<string, string>>;
+  /**
+   * Parameters Mailjet's references name for this resource that this server does not answer:
+   * name → why. A request with one is a 400 naming it, not an answer that silently ignores it.
+   */
+  readonly unsupported?: Readonly<Record<string, string>>;
   list(ctx: ListContext<z.output<S>>): Promise<ListResult>;
   readonly items?: readonly ItemRoute[];
 }

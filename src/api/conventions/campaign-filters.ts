@@ -1,6 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import { apiErrors } from '../../http/errors.js';
 import { bool, int, int64, oneOf, text, timestamp } from './params.js';
+import { foldedText } from './folded-text.js';
 
 /**
  * Mailjet's shared "campaign filter" block (bouncestatistics, clickstatistics, openinformation,
@@ -78,7 +79,7 @@ export function campaignConditions(apiKeyId: string, q: CampaignFilterValues, op
   if (q.ContactsList !== undefined) c.push(sql`t.list_id = ${q.ContactsList.toString()}::int8`);
   if (q.FromID !== undefined) c.push(sql`t.sender_id = ${q.FromID.toString()}::int8`);
   if (q.CustomCampaign !== undefined) c.push(sql`t.custom_campaign = ${q.CustomCampaign}`);
-  if (q.From !== undefined) c.push(sql`lower(t.sender) = ${q.From.toLowerCase()}`);
+  if (q.From !== undefined) c.push(sql`lower(t.sender) = ${foldedText(q.From)}`);
   if (q.FromDomain !== undefined) c.push(sql`t.sender_domain = ${q.FromDomain.toLowerCase()}`);
   if (q.FromType !== undefined) {
     if (q.FromType === 3) c.push(sql`t.campaign_id = 0`);

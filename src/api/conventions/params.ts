@@ -20,8 +20,9 @@ export const int64 = (opts: { signed?: boolean } = {}) =>
   z
     .string()
     .trim()
-    .regex(/^\d{1,20}$/, { message: 'must be a non-negative whole number' })
-    .transform((v) => BigInt(v))
+    .regex(/^\d+$/, { message: 'must be a non-negative whole number' })
+    // Past 20 significant digits it is out of range whatever they are (and is not parsed).
+    .transform((v) => (v.replace(/^0+/, '').length > 20 ? MAX_UINT64 + 1n : BigInt(v)))
     .refine((v) => v <= (opts.signed === true ? MAX_INT64 : MAX_UINT64), { message: opts.signed === true ? 'is beyond the signed 64-bit range' : 'is beyond the 64-bit range' })
     .meta({ type: 'integer', format: 'int64' });
 

@@ -3,11 +3,12 @@ import { z } from 'zod';
 import { CAMPAIGN_FILTER_ALIASES, CAMPAIGN_FILTERS, MESSAGE_STATUS, campaignConditions, eventWindow, messageStatusCondition } from '../conventions/campaign-filters.js';
 import { wireId } from '../conventions/json.js';
 import { listSchema } from '../conventions/paging.js';
-import { int64, parseQuery, timestamp } from '../conventions/params.js';
+import { timestamp } from '../conventions/params.js';
 import { orderBy } from '../conventions/sort.js';
 import { rfc3339 } from '../conventions/time.js';
 import { readList, tenant } from '../list-query.js';
 import { defineResource } from '../resource.js';
+import { MAX_UINT64, itemId } from './item-id.js';
 
 /**
  * /bouncestatistics and /bouncestatistics/{ID}: one record per bounce event, from the
@@ -80,7 +81,8 @@ export const bouncestatisticsResource = defineResource({
       path: ':id',
       description: 'Every bounce of one message (ID = the message id), oldest first.',
       async find({ db, principal }, params) {
-        const { ID } = parseQuery(z.object({ ID: int64() }), { ID: params['id'] });
+        const ID = itemId(params['id'] ?? '', 'ID', MAX_UINT64);
+        if (ID === null) return [];
         const { rows } = await sql<Row>`SELECT ${COLUMNS} FROM bounce_stats t
           WHERE ${tenant(principal.apiKeyId, sql.ref('t.api_key_id'))} AND t.message_id = ${ID.toString()}::numeric
           ORDER BY t.bounced_at, t.id`.execute(db);

@@ -8,6 +8,7 @@ import { orderBy } from '../conventions/sort.js';
 import { conditions, readList, tenant } from '../list-query.js';
 import { type RequestContext, defineResource } from '../resource.js';
 import { itemId } from './item-id.js';
+import { foldedText } from '../conventions/folded-text.js';
 
 /**
  * /campaignoverview — one record per campaign: distinct-message counts from `campaign_stats`
@@ -122,7 +123,7 @@ export const campaignoverviewResource = defineResource({
       ...conditions([
         [q.IDType, () => sql`lower(id_type) = ANY(${(q.IDType ?? []).map((t) => t.toLowerCase())}::text[])`],
         [q.Starred, () => sql`starred = ${q.Starred ?? false}`],
-        [q.Subject, () => sql`strpos(lower(subject), ${(q.Subject ?? '').toLowerCase()}) > 0`],
+        [q.Subject, () => sql`strpos(lower(subject), ${foldedText(q.Subject ?? '')}) > 0`],
       ]),
     ];
     const from = campaigns(principal.apiKeyId, q.ID);

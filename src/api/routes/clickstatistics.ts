@@ -4,11 +4,12 @@ import type { Database } from '../../db/schema.js';
 import { CAMPAIGN_FILTER_ALIASES, CAMPAIGN_FILTERS, MESSAGE_STATUS, campaignConditions, eventWindow, messageStatusCondition } from '../conventions/campaign-filters.js';
 import { wireId, wireInt } from '../conventions/json.js';
 import { listSchema } from '../conventions/paging.js';
-import { int64, parseQuery, timestamp } from '../conventions/params.js';
+import { int64, timestamp } from '../conventions/params.js';
 import { orderBy } from '../conventions/sort.js';
 import { rfc3339 } from '../conventions/time.js';
 import { readList, tenant } from '../list-query.js';
 import { defineResource } from '../resource.js';
+import { MAX_UINT64, itemId } from './item-id.js';
 
 /**
  * /clickstatistics and /clickstatistics/{ID}: one record per click event, from the
@@ -86,7 +87,8 @@ export const clickstatisticsResource = defineResource({
       path: ':id',
       description: 'One click event by its ID.',
       async find({ db, principal }, params) {
-        const { ID } = parseQuery(z.object({ ID: int64() }), { ID: params['id'] });
+        const ID = itemId(params['id'] ?? '', 'ID', MAX_UINT64);
+        if (ID === null) return [];
         if (ID > MAX_INT8) return [];
         const { rows } = await sql<Row>`SELECT ${COLUMNS} FROM click_stats t
           WHERE ${tenant(principal.apiKeyId, sql.ref('t.api_key_id'))} AND t.id = ${ID.toString()}::int8`.execute(db);

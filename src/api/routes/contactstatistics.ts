@@ -8,6 +8,7 @@ import { readList, tenant } from '../list-query.js';
 import { type RequestContext, defineResource } from '../resource.js';
 import { itemId } from './item-id.js';
 import { COUNT_SORTABLE, RECIPIENT_FILTERS, countRecordFields, countsToWire, recipientConditions } from './recipient-counts.js';
+import { foldedText } from '../conventions/folded-text.js';
 
 /**
  * /contactstatistics — distinct-message counts per recipient, from `contact_stats`
@@ -48,6 +49,7 @@ const TIE_BREAK = [sql`contact_id`, sql`email`];
 
 export const contactstatisticsResource = defineResource({
   name: 'contactstatistics',
+  unsupported: { Recalculate: 'undocumented; the counts are always current', IncludeAnonymized: 'undocumented' },
   description: 'Distinct-message counts per contact (recipient address).',
   query,
   record,
@@ -74,7 +76,7 @@ async function findContact({ db, principal }: RequestContext, key: string): Prom
   }
   if (key.includes('\u0000')) return []; // no stored address has one (and Postgres text cannot)
   const exact = await read(sql`email = ${key}`);
-  return exact.length > 0 ? exact : read(sql`lower(email) = ${key.toLowerCase()}`);
+  return exact.length > 0 ? exact : read(sql`lower(email) = ${foldedText(key)}`);
 }
 
 function toWire(r: Row): Record<string, unknown> {

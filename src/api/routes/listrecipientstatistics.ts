@@ -63,6 +63,7 @@ export const listrecipientstatisticsResource = defineResource({
   query,
   record,
   aliases: { contactid: 'contact', contactslistid: 'contactslist' },
+  unsupported: { TimeZone: 'undocumented; times are UTC', DateFormat: 'undocumented; times are RFC 3339' },
   async list({ db, principal, query: q, page }) {
     const where = [
       tenant(principal.apiKeyId),

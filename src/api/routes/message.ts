@@ -11,6 +11,8 @@ import { orderBy } from '../conventions/sort.js';
 import { rfc3339 } from '../conventions/time.js';
 import { conditions, readList, tenant } from '../list-query.js';
 import { defineResource } from '../resource.js';
+import { foldedText } from '../conventions/folded-text.js';
+import { MAX_UINT64, itemId } from './item-id.js';
 
 /**
  * /message and /message/{MessageID}: one record per message with its current status, from the
@@ -147,7 +149,7 @@ export const messageResource = defineResource({
       ...messageStatusCondition(principal.apiKeyId, q.MessageStatus),
       ...conditions([
         [q.Contact, () => sql`t.contact_id = ${String(q.Contact)}::int8`],
-        [q.ContactAlt, () => sql`lower(t.email) = ${q.ContactAlt?.trim().toLowerCase()}`],
+        [q.ContactAlt, () => sql`lower(t.email) = ${foldedText(q.ContactAlt?.trim() ?? '')}`],
         [q.FromTS, () => sql`t.message_time >= ${q.FromTS}::int8`],
         [q.ToTS, () => sql`t.message_time < ${q.ToTS}::int8`],
         [q.MessageState, () => sql`t.state_id = ${q.MessageState}::int`],
@@ -163,7 +165,8 @@ export const messageResource = defineResource({
       description: 'One message by its id (ShowContactAlt, ShowCustomID, ShowSubject apply).',
       query: ITEM_QUERY,
       async find({ db, principal, rawQuery }, params) {
-        const { ID } = parseQuery(z.object({ ID: int64() }), { ID: params['id'] });
+        const ID = itemId(params['id'] ?? '', 'ID', MAX_UINT64);
+        if (ID === null) return [];
         const show = parseQuery(ITEM_QUERY, rawQuery);
         const { rows } = await sql<Row>`SELECT ${COLUMNS} FROM ${FROM}
           WHERE ${tenant(principal.apiKeyId, sql.ref('t.api_key_id'))} AND t.message_id = ${ID.toString()}::numeric`.execute(db);

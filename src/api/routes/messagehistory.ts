@@ -5,10 +5,11 @@ import type { Database } from '../../db/schema.js';
 import { messageStateById } from '../../events/enrich/index.js';
 import { apiErrors } from '../../http/errors.js';
 import { listSchema } from '../conventions/paging.js';
-import { int64, parseQuery } from '../conventions/params.js';
+import { int64 } from '../conventions/params.js';
 import { orderBy } from '../conventions/sort.js';
 import { readList, tenant } from '../list-query.js';
 import { defineResource } from '../resource.js';
+import { MAX_UINT64, itemId } from './item-id.js';
 
 /**
  * /messagehistory/{MessageID} and /messagehistory?Message={MessageID}: a message's events, oldest
@@ -94,7 +95,8 @@ export const messagehistoryResource = defineResource({
       path: ':id',
       description: 'Every event of one message, oldest first.',
       async find({ db, principal }, params) {
-        const { ID } = parseQuery(z.object({ ID: int64() }), { ID: params['id'] });
+        const ID = itemId(params['id'] ?? '', 'ID', MAX_UINT64);
+        if (ID === null) return [];
         return (await historyOf(db, principal.apiKeyId, ID)).map(toWire);
       },
     },

@@ -2,10 +2,10 @@ import { sql } from 'kysely';
 import { z } from 'zod';
 import { MESSAGE_STATES } from '../../events/enrich/index.js';
 import { listSchema } from '../conventions/paging.js';
-import { int64, parseQuery } from '../conventions/params.js';
 import { orderBy } from '../conventions/sort.js';
 import { readList } from '../list-query.js';
 import { defineResource } from '../resource.js';
+import { MAX_UINT64, itemId } from './item-id.js';
 
 /**
  * /messagestate and /messagestate/{ID}: the message states a bounce, block or deferral can be in,
@@ -50,7 +50,8 @@ export const messagestateResource = defineResource({
       path: ':id',
       description: 'One state by its StateID.',
       async find(_ctx, params) {
-        const { ID } = parseQuery(z.object({ ID: int64() }), { ID: params['id'] });
+        const ID = itemId(params['id'] ?? '', 'ID', MAX_UINT64);
+        if (ID === null) return [];
         const state = MESSAGE_STATES.find((s) => BigInt(s.id) === ID);
         return state === undefined ? [] : [toWire({ id: state.id, related_to: state.relatedTo, state: state.error })];
       },

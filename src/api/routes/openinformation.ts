@@ -3,11 +3,12 @@ import { z } from 'zod';
 import { CAMPAIGN_FILTER_ALIASES, CAMPAIGN_FILTERS, MESSAGE_STATUS, campaignConditions, eventWindow, messageStatusCondition } from '../conventions/campaign-filters.js';
 import { wireId } from '../conventions/json.js';
 import { listSchema } from '../conventions/paging.js';
-import { int64, parseQuery, timestamp } from '../conventions/params.js';
+import { int64, timestamp } from '../conventions/params.js';
 import { orderBy } from '../conventions/sort.js';
 import { rfc3339 } from '../conventions/time.js';
 import { readList, tenant } from '../list-query.js';
 import { defineResource } from '../resource.js';
+import { MAX_UINT64, itemId } from './item-id.js';
 
 /**
  * /openinformation and /openinformation/{ID}: one record per opened message, from its first
@@ -85,7 +86,8 @@ export const openinformationResource = defineResource({
       path: ':id',
       description: 'The open information of one message (ID = the message id).',
       async find({ db, principal }, params) {
-        const { ID } = parseQuery(z.object({ ID: int64() }), { ID: params['id'] });
+        const ID = itemId(params['id'] ?? '', 'ID', MAX_UINT64);
+        if (ID === null) return [];
         const { rows } = await sql<Row>`SELECT ${COLUMNS} FROM open_info t
           WHERE ${tenant(principal.apiKeyId, sql.ref('t.api_key_id'))} AND t.message_id = ${ID.toString()}::numeric`.execute(db);
         return rows.map(toWire);

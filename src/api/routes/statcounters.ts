@@ -154,6 +154,7 @@ export function selectionOf(q: z.output<typeof query>, apiKeyId: string, nowSeco
 
 export const statcountersResource = defineResource({
   name: 'statcounters',
+  unsupported: { IdentityID: 'undocumented; counters are not kept per sending identity' },
   description: 'Key performance counters per source (APIKey, Campaign, List, Sender), timing (Message, Event) and resolution (Lifetime, Day, Hour, Highest = 5 minutes).',
   query,
   record,

