@@ -1,6 +1,7 @@
 /**
  * Looks at JSON text without parsing it: what a parser's value cannot tell (how deep the text
- * nests before a recursive parse meets it, where each element of an array starts and ends).
+ * nests before a recursive parse meets it, where each element of an array starts and ends, how
+ * large its numbers' exponents are, whether a key found by a search is the top level's).
  */
 
 const QUOTE = 0x22;
@@ -11,6 +12,12 @@ const CLOSE_BRACKET = 0x5d;
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
 const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
+const DIGIT_0 = 0x30;
+const DIGIT_9 = 0x39;
+const LOWER_E = 0x65;
+const UPPER_E = 0x45;
+const PLUS = 0x2b;
+const MINUS = 0x2d;
 
 /** Where the string opening at `at` ends: its closing quote (not escaped by an odd run of backslashes), or -1. */
 function stringEnd(text: string, at: number): number {
@@ -64,13 +71,6 @@ export function splitJsonArray(text: string): string[] {
   }
   return out;
 }
-
-const DIGIT_0 = 0x30;
-const DIGIT_9 = 0x39;
-const LOWER_E = 0x65;
-const UPPER_E = 0x45;
-const PLUS = 0x2b;
-const MINUS = 0x2d;
 
 /**
  * The exponents of the numbers in JSON text (outside strings), as magnitudes: what a decimal
