@@ -141,7 +141,7 @@ async function publishToHttp(config: Config, path: string, urlFlag: string | und
   const send = async () => {
     const body = `[${batch.map((l) => l.text).join(',')}]`;
     let res: Response;
-    // 503: the service's database is away and nothing was stored; sent again after a pause.
+    // 503: the service's database is away (what it stored, if anything, is a duplicate next time); sent again after a pause.
     for (let attempt = 1; ; attempt++) {
       try {
         res = await fetch(endpoint, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body });

@@ -59,7 +59,9 @@ export function registerHttpIngest(app: FastifyInstance, deps: { db: Db; verifie
       outcome = await writeBatch(deps.db, rows, letters, (i, reason) => deadLetter(items[rowIndex[i] as number] as EventArrayItem, reason));
     } catch (err) {
       req.log.warn({ err }, 'event log unavailable');
-      throw apiErrors.unavailable('The event log is unavailable; nothing was stored. Retry shortly.');
+      // Usually nothing was stored; but a connection lost during the row-by-row retry, or before a
+      // commit was acknowledged, may have stored some or all. Sending the request again is safe either way.
+      throw apiErrors.unavailable('The event log is unavailable; the events may not have been stored. Send them again shortly: any already stored count as Duplicates.');
     }
     for (const [i, reason] of outcome.refused) errors.push({ Index: rowIndex[i] as number, Reason: reason });
     errors.sort((a, b) => a.Index - b.Index);
