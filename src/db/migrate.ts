@@ -8,6 +8,7 @@ import * as checkpointVersions from './migrations/0006-checkpoint-versions.js';
 import * as customIdIndex from './migrations/0007-custom-id-index.js';
 import * as keyRevocationNotify from './migrations/0008-key-revocation-notify.js';
 import * as callbackUrlNotify from './migrations/0009-callback-url-notify.js';
+import * as batchAttemptPositions from './migrations/0010-batch-attempt-positions.js';
 import type { Database } from './schema.js';
 
 /** Every migration, in order. Listed by hand: no file-system discovery at run time. */
@@ -21,6 +22,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0007-custom-id-index': customIdIndex,
   '0008-key-revocation-notify': keyRevocationNotify,
   '0009-callback-url-notify': callbackUrlNotify,
+  '0010-batch-attempt-positions': batchAttemptPositions,
 };
 
 export class MigrationError extends Error {

@@ -140,6 +140,8 @@ export interface WebhookAttemptsTable {
   latency_ms: number;
   error_class: string | null;
   response_snippet: string | null;
+  /** A Version 2 batch's event positions (migration 0010); null for Version 1. */
+  positions: ColumnType<string[] | null, string[] | null | undefined, never>;
 }
 
 export interface Database {

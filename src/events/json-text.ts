@@ -72,18 +72,37 @@ export function splitJsonArray(text: string): string[] {
   return out;
 }
 
+/** What `scanNumbersAndDepth` found in JSON text. */
+export interface JsonTextShape {
+  /** Arrays and objects nest deeper than the `maxDepth` asked about. */
+  deeper: boolean;
+  /** The largest exponent magnitude of a number (outside strings). */
+  maxExponent: number;
+  /** All the numbers' exponent magnitudes added up. */
+  exponentSum: number;
+}
+
 /**
- * The exponents of the numbers in JSON text (outside strings), as magnitudes: what a decimal
- * type that keeps every digit (Postgres's jsonb) writes out as that many zeros. Outside strings
- * an `e` after a digit can only start an exponent (`true` and `false` have theirs after letters).
+ * One pass over JSON text, strings skipped: how deep it nests (stopping at `maxDepth` + 1) and
+ * how large its numbers' exponents are, which a decimal type that keeps every digit (Postgres's
+ * jsonb) writes out as that many digits. Outside strings an `e` after a digit can only start an
+ * exponent (`true` and `false` have theirs after letters).
  */
-export function* numberExponents(text: string): Generator<number> {
+export function scanNumbersAndDepth(text: string, maxDepth: number): JsonTextShape {
+  let depth = 0;
+  let maxExponent = 0;
+  let exponentSum = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === QUOTE) {
       i = stringEnd(text, i);
-      if (i < 0) return;
-    } else if ((c === LOWER_E || c === UPPER_E) && i > 0 && text.charCodeAt(i - 1) >= DIGIT_0 && text.charCodeAt(i - 1) <= DIGIT_9) {
+      if (i < 0) break;
+    } else if (c === OPEN_BRACKET || c === OPEN_BRACE) {
+      if (++depth > maxDepth) return { deeper: true, maxExponent, exponentSum };
+    } else if (c === CLOSE_BRACKET || c === CLOSE_BRACE) depth--;
+    else if ((c === LOWER_E || c === UPPER_E) && i > 0) {
+      const before = text.charCodeAt(i - 1);
+      if (before < DIGIT_0 || before > DIGIT_9) continue;
       let j = i + 1;
       if (text.charCodeAt(j) === PLUS || text.charCodeAt(j) === MINUS) j++;
       let magnitude = 0;
@@ -93,10 +112,12 @@ export function* numberExponents(text: string): Generator<number> {
         // Past a billion it is only "too large"; stop counting there.
         if (magnitude < 1e9) magnitude = magnitude * 10 + (d - DIGIT_0);
       }
-      yield magnitude;
+      if (magnitude > maxExponent) maxExponent = magnitude;
+      exponentSum += magnitude;
       i = j - 1;
     }
   }
+  return { deeper: false, maxExponent, exponentSum };
 }
 
 /**

@@ -18,6 +18,8 @@ export interface AttemptRow {
   latency_ms: number;
   error_class: string | null;
   response_snippet: string | null;
+  /** A Version 2 batch's event positions, space-separated; null for Version 1. */
+  positions: string | null;
 }
 
 export function attemptRow(r: { delivery: ClaimedDelivery; http: HttpOutcome; attemptedAt: Date }, attempt: number, outcome: AttemptOutcome): AttemptRow {
@@ -35,6 +37,7 @@ export function attemptRow(r: { delivery: ClaimedDelivery; http: HttpOutcome; at
     latency_ms: r.http.latencyMs,
     error_class: r.http.errorClass,
     response_snippet: cleanSnippet(r.http.snippet),
+    positions: d.positions !== undefined ? d.positions.join(' ') : null,
   };
 }
 
@@ -54,13 +57,13 @@ export async function insertAttempts(db: Kysely<Database>, rows: readonly Attemp
   if (rows.length === 0) return;
   const list = <K extends keyof AttemptRow>(k: K): string => rows.map((r) => r[k] ?? '').join(',');
   await sql`
-    INSERT INTO webhook_attempts (attempted_at, api_key_id, url_id, delivery_id, webhook_id, attempt, event_count, outcome, status_code, latency_ms, error_class, response_snippet)
+    INSERT INTO webhook_attempts (attempted_at, api_key_id, url_id, delivery_id, webhook_id, attempt, event_count, outcome, status_code, latency_ms, error_class, response_snippet, positions)
     SELECT attempted_at, api_key_id, url_id, CASE WHEN delivery_id = 0 THEN nextval(pg_get_serial_sequence('webhook_deliveries', 'id')) ELSE delivery_id END,
-      webhook_id, attempt, event_count, outcome, status_code, latency_ms, error_class, response_snippet
+      webhook_id, attempt, event_count, outcome, status_code, latency_ms, error_class, response_snippet, string_to_array(positions, ' ')::bigint[]
     FROM unnest(string_to_array(${list('attempted_at')}::text, ',')::timestamptz[], string_to_array(${list('api_key_id')}::text, ',')::bigint[],
       string_to_array(${list('url_id')}::text, ',')::bigint[], string_to_array(${list('delivery_id')}::text, ',')::bigint[], string_to_array(${list('webhook_id')}::text, ','),
       string_to_array(${list('attempt')}::text, ',')::int[], string_to_array(${list('event_count')}::text, ',')::int[], string_to_array(${list('outcome')}::text, ','),
       string_to_array(${list('status_code')}::text, ',', '')::int[], string_to_array(${list('latency_ms')}::text, ',')::int[], string_to_array(${list('error_class')}::text, ',', ''),
-      ${rows.map((r) => r.response_snippet)}::text[])
-      AS x(attempted_at, api_key_id, url_id, delivery_id, webhook_id, attempt, event_count, outcome, status_code, latency_ms, error_class, response_snippet)`.execute(db);
+      ${rows.map((r) => r.response_snippet)}::text[], ${rows.map((r) => r.positions)}::text[])
+      AS x(attempted_at, api_key_id, url_id, delivery_id, webhook_id, attempt, event_count, outcome, status_code, latency_ms, error_class, response_snippet, positions)`.execute(db);
 }

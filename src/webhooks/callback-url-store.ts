@@ -147,6 +147,10 @@ export async function updateCallbackUrl(db: Kysely<Database>, apiKeyId: Id, id: 
       .returningAll()
       .executeTakeFirst(),
   );
+  // Given another event type, the URL is no longer where its pending deliveries were going: they go, as on a DELETE.
+  if (row !== undefined && row.event_type !== current.eventType) {
+    await sql`DELETE FROM webhook_deliveries WHERE retry = ANY(ARRAY[false, true]) AND url_id = ${key}`.execute(db);
+  }
   return row === undefined ? null : fromRow(row);
 }
 

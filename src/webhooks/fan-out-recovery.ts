@@ -15,10 +15,11 @@ import { type FirstAttempts, Reservations } from './reservations.js';
  * attempt, no outbox row), and is not open in this process, are enqueued again (sent straight
  * from the log where there is room, else as outbox rows). Their Version 2 batches were
  * committed with the checkpoint's move and are not touched. An event whose route may have
- * changed since it was fanned out (a URL of its tenant and type changed version or status after
- * the event entered the log: switched to Version 2, say, or dead with a Version 2 backup) may have been sent
- * straight from the log all the same: it is enqueued again to its route as it is now, whatever
- * its version, unless an outbox row or an attempt holds it. Returns how many deliveries it enqueued.
+ * changed since it was fanned out (a URL of its tenant and type changed version, status, type or
+ * backup flag after the event entered the log: switched to Version 2, say, or dead with a
+ * Version 2 backup) may have been sent straight from the log all the same: it is enqueued again
+ * to its route as it is now, whatever its version, unless an outbox row or an attempt holds it
+ * (a Version 2 batch's attempt rows name its events). Returns how many deliveries it enqueued.
  */
 export async function recoverFirstAttempts(
   db: Db,
@@ -88,14 +89,17 @@ async function handledFirstAttempts(db: Db, low: bigint, high: bigint): Promise<
       SELECT unnest(positions) FROM webhook_deliveries WHERE left(webhook_id, 4) = 'bat_'
       UNION
       SELECT substr(webhook_id, 5)::bigint FROM webhook_attempts, since WHERE attempted_at >= since.at AND left(webhook_id, 4) = 'msg_'
+      UNION
+      SELECT unnest(positions) FROM webhook_attempts, since WHERE attempted_at >= since.at AND left(webhook_id, 4) = 'bat_'
     )
     SELECT position::text AS position FROM handled WHERE position > ${low} AND position <= ${high}`.execute(db.kysely);
   return new Set(rows.map((r) => BigInt(r.position)));
 }
 
 /**
- * The positions in (`low`, `high`] whose tenant has a callback URL for their type whose version
- * or status changed (`route_changed_at`, migration 0009) after the event entered the log, or
+ * The positions in (`low`, `high`] whose tenant has a callback URL for their type whose version,
+ * status, type or backup flag changed (`route_changed_at`, migrations 0009 and 0010) after the
+ * event entered the log, or
  * within a second before (the change's transaction may have committed after the fan-out read the
  * event). Where such an event went at the fan-out is not known.
  */

@@ -114,12 +114,17 @@ export class FanOut {
     this.#prefetch = null;
   }
 
-  /** Halts, then lets the lease go: once the outcomes of this process's first attempts are written. */
+  /**
+   * Halts, then lets the lease go: once the outcomes of this process's first attempts are written.
+   * The low-water checkpoint is raised first, as far as they allow, so that the next holder has
+   * no first attempts of this one to look for again.
+   */
   async release(): Promise<void> {
     await this.halt();
     this.#stopped = true;
     if (this.#leaseTimer !== null) clearInterval(this.#leaseTimer);
     await this.#renewing;
+    if (this.stats.held && this.#position !== null) await this.#raiseLowWater(this.#position).catch(() => {});
     await this.#wakeup.stop();
     if (this.stats.held) await releaseLease(this.db.kysely, FAN_OUT_LEASE, this.owner).catch(() => {});
     this.stats.held = false;

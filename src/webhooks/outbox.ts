@@ -42,6 +42,8 @@ export interface ClaimedDelivery {
   firstFailedAt: Date | null;
   createdAt: Date;
   claim: string;
+  /** A Version 2 batch's event positions, as claimed (kept on its attempt rows: migration 0010). */
+  positions?: readonly string[];
   target: { url: string; secret: string; version: CallbackUrlVersion; status: CallbackUrlStatus; isBackup: boolean; eventType: string };
 }
 
@@ -148,6 +150,7 @@ export async function claimDue(db: Kysely<Database>, o: ClaimOptions): Promise<C
     status: CallbackUrlStatus;
     is_backup: boolean;
     event_type: string;
+    positions: string | null;
   }>`
     WITH RECURSIVE urls(url_id) AS (
       (SELECT url_id FROM webhook_deliveries WHERE retry = ${o.retry} AND url_id > ${o.after} ORDER BY url_id LIMIT 1)
@@ -174,6 +177,7 @@ export async function claimDue(db: Kysely<Database>, o: ClaimOptions): Promise<C
     FROM picked, callback_urls AS u
     WHERE w.id = picked.id AND u.id = w.url_id
     RETURNING w.id, w.api_key_id, w.url_id, w.webhook_id, array_to_string(w.events, ',') AS body, cardinality(w.events) AS event_count,
+      CASE WHEN left(w.webhook_id, 4) = 'bat_' THEN array_to_string(w.positions, ' ') END AS positions,
       w.attempts, w.first_failed_at, w.created_at, u.url, u.secret, u.version, u.status, u.is_backup, u.event_type`.execute(db);
   return result.rows
     .map((r) => ({
@@ -188,6 +192,7 @@ export async function claimDue(db: Kysely<Database>, o: ClaimOptions): Promise<C
       firstFailedAt: r.first_failed_at,
       createdAt: r.created_at,
       claim: o.claim,
+      ...(r.positions !== null ? { positions: r.positions.split(' ') } : {}),
       target: { url: r.url, secret: r.secret, version: r.version === 2 ? (2 as const) : (1 as const), status: r.status, isBackup: r.is_backup, eventType: r.event_type },
     }))
     .sort((a, b) => (a.urlId === b.urlId ? 0 : a.urlId < b.urlId ? -1 : 1));
@@ -206,6 +211,8 @@ export async function releaseClaims(db: Kysely<Database>, rows: readonly { id: b
 export interface FreshRow {
   api_key_id: string;
   url_id: string;
+  /** The type of its event: a URL since given another type does not take it. */
+  event_type: string;
   webhook_id: string;
   body: string;
   position: string;
@@ -220,6 +227,7 @@ export function freshRow(d: ClaimedDelivery, o: { retry: boolean; attempts: numb
   return {
     api_key_id: String(d.apiKeyId),
     url_id: String(d.urlId),
+    event_type: d.target.eventType,
     webhook_id: d.webhookId,
     body: d.body,
     position: String(d.direct ?? 0n),
@@ -233,8 +241,8 @@ export function freshRow(d: ClaimedDelivery, o: { retry: boolean; attempts: numb
 
 /**
  * Outbox rows for direct first attempts (rare: failures and hand-offs); returns their ids by
- * `url:webhook-id`. A row whose URL was deleted meanwhile is not written (deleting a URL deletes
- * its rows; the URL's row is locked against that until this commits).
+ * `url:webhook-id`. A row whose URL was deleted meanwhile, or given another event type, is not
+ * written (deleting a URL deletes its rows; the URL's row is locked against that until this commits).
  */
 export async function insertFreshRows(db: Kysely<Database>, rows: readonly FreshRow[]): Promise<Map<string, string>> {
   if (rows.length === 0) return new Map();
@@ -242,9 +250,9 @@ export async function insertFreshRows(db: Kysely<Database>, rows: readonly Fresh
     INSERT INTO webhook_deliveries (api_key_id, url_id, webhook_id, events, positions, bytes, retry, attempts, due_at, first_failed_at)
     SELECT x.api_key_id, x.url_id, x.webhook_id, ARRAY[x.body], ARRAY[x.position], x.bytes, x.retry, x.attempts,
       now() + make_interval(secs => x.delay_ms / 1000.0), x.failed_at
-    FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(api_key_id bigint, url_id bigint, webhook_id text, body text, position bigint, bytes integer,
+    FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(api_key_id bigint, url_id bigint, event_type text, webhook_id text, body text, position bigint, bytes integer,
       retry boolean, attempts integer, delay_ms bigint, failed_at timestamptz)
-      JOIN callback_urls AS u ON u.id = x.url_id
+      JOIN callback_urls AS u ON u.id = x.url_id AND u.event_type = x.event_type
     FOR KEY SHARE OF u
     RETURNING id::text AS id, url_id::text AS url_id, webhook_id`.execute(db);
   if (rows.some((r) => !r.retry)) await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(db);

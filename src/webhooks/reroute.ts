@@ -78,6 +78,7 @@ export async function rerouteDeadUrl(db: Kysely<Database>, urlId: bigint): Promi
         latency_ms: 0,
         error_class: 'url_dead',
         response_snippet: null,
+        positions: r.webhook_id.startsWith('bat_') ? r.positions.join(' ') : null,
       })));
       return { moved: 0, dropped: rows.length, droppedEvents: rows.reduce((n, r) => n + r.events.length, 0) };
     });

@@ -127,27 +127,64 @@ describe.each(DIALECTS)('first attempts left without an outcome by a crash, on %
   });
 });
 
+describe.each(DIALECTS)('a recovery after a Version 2 URL changed status, on %s', (dialect) => {
+  const ctx = withReceiver(dialect, 0);
+
+  it('sends again the first attempt left without an outcome, and none of the Version 2 batch already delivered', async () => {
+    const { db, receiver } = ctx;
+    // Tenant 1's open, sent straight from the log, is what a crash leaves without an outcome.
+    await append(db, '1', [{ event: 'open', time: 1_433_334_000, MessageID: '9700', email: 'a@example.com', EventID: 'v-open' }]);
+    const v2 = await hook(db, '2', { EventType: 'sent', Url: receiver.url('/v2/sent'), Version: 2 });
+    await append(db, '2', Array.from({ length: 5 }, (_, i) => ({ event: 'sent', time: 1_433_334_000 + i, MessageID: String(9710 + i), email: `v${i}@example.com`, EventID: `v-${i}` })));
+    const first = await startDispatcher(db);
+    await outboxEmpty(db, 15_000);
+    await waitFor('the batch delivered', async () => receiver.at('/v2/').flatMap((r) => JSON.parse(r.body) as unknown[]).length === 5);
+    await first.stop();
+    // As a crash with that open in flight leaves it: the low-water mark below it. Then tenant 2
+    // turns its URL off and on again, after its batch went out.
+    await hook(db, '1', { EventType: 'open', Url: receiver.url('/v1/open') });
+    await sql`UPDATE checkpoints SET position = 0 WHERE name = ${FIRST_ATTEMPTS_CHECKPOINT}`.execute(db.kysely);
+    await updateCallbackUrl(db.kysely, '2', v2.id, { Status: 'dead' });
+    await updateCallbackUrl(db.kysely, '2', v2.id, { Status: 'alive' });
+
+    const second = (ctx.dispatcher = await startDispatcher(db));
+    await receiver.waitForIds(1, '/v1/', 20_000);
+    await outboxEmpty(db, 15_000);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(second.stats.fanOut.recovered).toBe(1);
+    expect(receiver.at('/v2/').flatMap((r) => JSON.parse(r.body) as unknown[])).toHaveLength(5);
+    // The batch's attempt row names its events.
+    const attempts = await sql<{ positions: string[] | null }>`SELECT positions::text[] AS positions FROM webhook_attempts WHERE webhook_id LIKE 'bat_%'`.execute(db.kysely);
+    expect(attempts.rows.map((r) => r.positions?.length)).toEqual([5]);
+  });
+});
+
 describe.each(DIALECTS)('first attempts queued for a URL when it changes, on %s', (dialect) => {
   // One request at a time per URL, 300 ms each: the later events wait in the lane's queue.
   const ctx = withReceiver(dialect, 300);
 
-  it('go to the URL as it is now (a new address), and not at all to a deleted one', async () => {
+  it('go to the URL as it is now (a new address), and not at all to a deleted one or one now for another type', async () => {
     const { db, receiver } = ctx;
     const moved = await hook(db, '1', { EventType: 'sent', Url: receiver.url('/old/sent') });
     const deleted = await hook(db, '2', { EventType: 'sent', Url: receiver.url('/deleted/sent') });
+    const retyped = await hook(db, '3', { EventType: 'sent', Url: receiver.url('/retyped/') });
     ctx.dispatcher = await startDispatcher(db, { urlConcurrency: 1, timeoutMs: 10_000 });
     const sends = (tenant: string) => Array.from({ length: 6 }, (_, i) => ({ event: 'sent', time: 1_433_334_000 + i, MessageID: String(9600 + i), email: `m${i}@example.com`, EventID: `m-${tenant}-${i}` }));
     await append(db, '1', sends('1'));
     await append(db, '2', sends('2'));
-    await waitFor('one request at each URL', async () => receiver.at('/old/').length === 1 && receiver.at('/deleted/').length === 1, 10_000, 5);
+    await append(db, '3', sends('3'));
+    await waitFor('one request at each URL', async () => receiver.at('/old/').length === 1 && receiver.at('/deleted/').length === 1 && receiver.at('/retyped/').length === 1, 10_000, 5);
     await updateCallbackUrl(db.kysely, '1', moved.id, { Url: receiver.url('/new/sent') });
     await deleteCallbackUrl(db.kysely, '2', deleted.id);
+    // Now a URL for opens: the sent events queued for it are no longer its to take.
+    await updateCallbackUrl(db.kysely, '3', retyped.id, { EventType: 'open' });
     await waitFor('the rest at the new address', async () => receiver.at('/new/').length === 5, 20_000);
     await outboxEmpty(db, 15_000);
     await new Promise((r) => setTimeout(r, 700));
     // At most the request in flight at the change reached the old address, or the deleted URL.
     expect(receiver.at('/old/').length).toBeLessThanOrEqual(2);
     expect(receiver.at('/deleted/').length).toBeLessThanOrEqual(2);
+    expect(receiver.at('/retyped/').length).toBeLessThanOrEqual(2);
     expect(new Set([...receiver.at('/old/'), ...receiver.at('/new/')].map((r) => r.webhookId)).size).toBe(6);
     expect(receiver.at('/old/').length + receiver.at('/new/').length).toBe(6);
   });

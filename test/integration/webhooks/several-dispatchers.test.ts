@@ -5,6 +5,9 @@ import { openMigratedDb } from '../../support/databases.js';
 import { waitFor } from '../../support/harness.js';
 import { append } from '../../support/projections.js';
 import { WebhookReceiver } from '../../support/webhook-receiver.js';
+import { readCheckpoint } from '../../../src/log/checkpoints.js';
+import { WEBHOOKS_CHECKPOINT } from '../../../src/webhooks/fan-out-checkpoint.js';
+import { FIRST_ATTEMPTS_CHECKPOINT } from '../../../src/webhooks/first-attempts-ledger.js';
 import { dispatchersWithOwnPools, hook, outboxEmpty, startDispatcher } from './fixture.js';
 
 /**
@@ -73,6 +76,8 @@ describe('several dispatchers', () => {
       await waitFor('20 first attempts in flight', async () => slow.requests.length === 20);
       await holder.stop();
       running.delete(holder);
+      // It let the lease go with its low-water mark at its checkpoint: nothing of its own is left to look for.
+      expect(await readCheckpoint(db.kysely, FIRST_ATTEMPTS_CHECKPOINT)).toBe(await readCheckpoint(db.kysely, WEBHOOKS_CHECKPOINT));
       await waitFor('the other dispatcher takes the fan-out', async () => other.stats.fanOut.held, 20_000);
       // Time for its recovery to send what it found without an outcome, and for that to arrive.
       await new Promise((r) => setTimeout(r, 2500));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type LogEventRow, MAX_EVENT_BYTES, MAX_EVENT_DEPTH, MAX_NUMBER_EXPONENT, decodeEventBytes, decodeEventText, decodeEventValue } from '../../../src/events/decode.js';
+import { type LogEventRow, MAX_EVENT_BYTES, MAX_EVENT_DEPTH, MAX_EXPONENT_SUM, MAX_NUMBER_EXPONENT, decodeEventBytes, decodeEventText, decodeEventValue } from '../../../src/events/decode.js';
 import { deriveEventId } from '../../../src/events/event-id.js';
 import { parseExactJson } from '../../../src/events/exact-json.js';
 import { BIG_MESSAGE_ID, sampleEvents, withBareMessageId } from '../../support/events.js';
@@ -204,11 +204,25 @@ describe('what the log could not read back', () => {
 
   it('refuses a number whose exponent jsonb would write out as thousands of digits, on every path', () => {
     // 4 bytes sent, 131,001 characters every time the log is read: a few thousand made a whole log unreadable.
-    for (const number of ['1e131000', `1E${MAX_NUMBER_EXPONENT + 1}`, `2.5e-${MAX_NUMBER_EXPONENT + 1}`, `-7e+99999999999999999999`]) {
-      const text = withExtra(`[1, ${number}]`);
+    const numbers = ['1e131000', `1E${MAX_NUMBER_EXPONENT + 1}`, `2.5e-${MAX_NUMBER_EXPONENT + 1}`, `-7e+99999999999999999999`];
+    // In an array (the exact path decides) and as a plain field (the fast path takes the event first).
+    for (const text of numbers.flatMap((n) => [withExtra(`[1, ${n}]`), withExtra(n)])) {
+      const number = text;
       expect(decodeEventText(text, ctx), number).toEqual({ ok: false, reason: exponentReason });
       expect(decodeEventBytes(Buffer.from(text), ctx), number).toEqual({ ok: false, reason: exponentReason });
       expect(decodeEventValue(parseExactJson(text), ctx, text), number).toEqual({ ok: false, reason: exponentReason });
+    }
+  });
+
+  it('refuses numbers whose exponents add up past the limit, each within it (170,000 of 1e400 would read back as 68 MB)', () => {
+    const sumReason = `event's numbers have exponents adding up to more than ${MAX_EXPONENT_SUM}, which the log would store written out in full`;
+    const count = Math.floor(MAX_EXPONENT_SUM / MAX_NUMBER_EXPONENT);
+    expect(decodeEventText(withExtra(`[${Array(count).fill(`1e${MAX_NUMBER_EXPONENT}`).join(',')}]`), ctx).ok).toBe(true);
+    const inArray = withExtra(`[${Array(count + 1).fill(`1e${MAX_NUMBER_EXPONENT}`).join(',')}]`);
+    const asFields = `{"event":"open","time":1700000000,"MessageID":7,"email":"a@b.co",${Array.from({ length: count + 1 }, (_, i) => `"n${i}":1e${MAX_NUMBER_EXPONENT}`).join(',')}}`;
+    for (const text of [inArray, asFields]) {
+      expect(decodeEventText(text, ctx)).toEqual({ ok: false, reason: sumReason });
+      expect(decodeEventValue(parseExactJson(text), ctx, text)).toEqual({ ok: false, reason: sumReason });
     }
   });
 
