@@ -98,10 +98,11 @@ function mountResource(scope: FastifyInstance, db: Kysely<Database>, resource: R
     return sendJson(reply, await cache.answer(`${principalOf(req).apiKeyId}\n${req.url}`, compute));
   };
 
+  const refuseUnsupported = unsupportedParameters(resource);
   scope.get(url, async (req, reply) =>
     cached(req, reply, async () => {
       const rawQuery = req.query as RawQuery;
-      refuseUnsupported(resource, rawQuery);
+      refuseUnsupported(rawQuery);
       const query = parseQuery(resource.query as z.ZodObject, rawQuery, resource.aliases) as Record<string, unknown> & Parameters<typeof pageOf>[0];
       const page = pageOf(query);
       const result = await resource.list({ db, principal: principalOf(req), rawQuery, query, page });
@@ -114,7 +115,7 @@ function mountResource(scope: FastifyInstance, db: Kysely<Database>, resource: R
     const itemUrl = `${url}/${item.path}`;
     scope.get(itemUrl, async (req, reply) =>
       cached(req, reply, async () => {
-        refuseUnsupported(resource, req.query as RawQuery);
+        refuseUnsupported(req.query as RawQuery);
         const records: readonly WireRecord[] = await item.find(
           { db, principal: principalOf(req), rawQuery: req.query as RawQuery },
           req.params as Record<string, string>,
@@ -127,14 +128,18 @@ function mountResource(scope: FastifyInstance, db: Kysely<Database>, resource: R
   }
 }
 
-/** A 400 naming the first parameter (in any case, or an alias of it) the resource does not answer. */
-function refuseUnsupported(resource: Resource, raw: RawQuery): void {
-  const unsupported = resource.unsupported;
-  if (unsupported === undefined) return;
-  const byName = new Map(Object.entries(unsupported).map(([name, why]) => [name.toLowerCase(), { name, why }]));
-  for (const key of Object.keys(raw)) {
-    const lower = key.toLowerCase();
-    const found = byName.get(resource.aliases?.[lower] ?? lower);
-    if (found !== undefined) throw apiErrors.badRequest(`Invalid parameter ${found.name}: not supported on ${resource.name} (${found.why})`);
-  }
+/**
+ * For a resource's query: a 400 naming the first parameter (in any case, or an alias of it) the
+ * resource does not answer. Its names are looked up once, when the resource is mounted.
+ */
+function unsupportedParameters(resource: Resource): (raw: RawQuery) => void {
+  const byName = new Map(Object.entries(resource.unsupported ?? {}).map(([name, why]) => [name.toLowerCase(), { name, why }]));
+  return (raw) => {
+    if (byName.size === 0) return;
+    for (const key of Object.keys(raw)) {
+      const lower = key.toLowerCase();
+      const found = byName.get(resource.aliases?.[lower] ?? lower);
+      if (found !== undefined) throw apiErrors.badRequest(`Invalid parameter ${found.name}: not supported on ${resource.name} (${found.why})`);
+    }
+  };
 }

@@ -100,7 +100,7 @@ export interface CallbackUrlsTable {
   failing_since: Timestamp | null;
   last_success_at: Timestamp | null;
   dead_since: Timestamp | null;
-  /** When its version or status last changed (set by a trigger, migration 0009): where its events go changed then. */
+  /** When its version, status, event type or backup flag last changed (a trigger, migration 0009): where its events go changed then. */
   route_changed_at: ColumnType<Date | null, never, never>;
   created_at: DefaultTimestamp;
   updated_at: DefaultTimestamp;

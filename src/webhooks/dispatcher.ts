@@ -199,8 +199,9 @@ export class Dispatcher {
   /** Sends one claimed delivery and queues its outcome for the writer; null when it was not sent (rerouted or split). */
   async #deliver(row: ClaimedDelivery): Promise<HttpOutcome | null> {
     if (row.direct !== null && this.#urlChanges.since(row.urlId, row.createdAt.getTime())) {
-      // Taken from the log with the URL as it was before a change (a new address, status, version
-      // or secret, or deleted): the outbox's claim reads it as it is now (or finds it gone).
+      // Taken from the log with the URL as it was before a change (url-changes.ts): handed to the
+      // outbox, whose claim reads the URL as it is now (not written for a URL deleted or given
+      // another event type: insertFreshRows).
       this.#writer.handOff(row);
       return null;
     }

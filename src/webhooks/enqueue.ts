@@ -82,10 +82,11 @@ export interface EnqueueResult {
 }
 
 export interface EnqueueOptions {
-  /** Version 1 routes only (a recovery re-examining events whose Version 2 batches are enqueued already)… */
-  readonly versionOneOnly?: boolean;
-  /** …but for these positions, whose route may have changed since they were fanned out: any version. */
-  readonly anyVersion?: ReadonlySet<bigint>;
+  /**
+   * Version 1 routes only (a recovery re-examining events whose Version 2 batches are enqueued
+   * already), `except` for positions whose route may have changed since they were fanned out.
+   */
+  readonly versionOneOnly?: { readonly except: ReadonlySet<bigint> };
 }
 
 /** Milliseconds before a batch closes within which no more events join it. */
@@ -129,7 +130,7 @@ export async function enqueueEvents(
   let routed = 0;
   for (const e of wanted) {
     const route = routes.get(`${e.api_key_id}:${e.type}`);
-    if (route === undefined || (options.versionOneOnly === true && route.version !== 1 && options.anyVersion?.has(e.position) !== true)) continue;
+    if (route === undefined || (route.version !== 1 && options.versionOneOnly !== undefined && !options.versionOneOnly.except.has(e.position))) continue;
     routed += 1;
     const json = toCallbackJson(e);
     const bytes = Buffer.byteLength(json);

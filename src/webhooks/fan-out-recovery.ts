@@ -53,7 +53,7 @@ export async function recoverFirstAttempts(
     let result: EnqueueResult;
     try {
       result = await db.kysely.transaction().execute(async (trx) => {
-        const r = await enqueueEvents(trx, todo, options.grouping, new Map(), Date.now(), reservations, { versionOneOnly: true, anyVersion: changed });
+        const r = await enqueueEvents(trx, todo, options.grouping, new Map(), Date.now(), reservations, { versionOneOnly: { except: changed } });
         await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(trx);
         // Still the holder: the fan-out checkpoint is where this process found it.
         if (!(await advanceCheckpoint(trx, WEBHOOKS_CHECKPOINT, high, high))) throw new CheckpointMoved();
@@ -73,10 +73,11 @@ export async function recoverFirstAttempts(
 }
 
 /**
- * The positions in (`low`, `high`] that a Version 2 batch in the outbox holds, or whose Version 1
- * delivery (`msg_<position>`) has an outbox row or an attempt recorded: one pass over the outbox and one over the attempts
- * made since five minutes before the first of those events entered the log (the block range
- * index on attempt times keeps that to recent rows), whatever the range's size.
+ * The positions in (`low`, `high`] that a Version 2 batch holds (in the outbox, or named by its
+ * attempt rows once delivered), or whose Version 1 delivery (`msg_<position>`) has an outbox row
+ * or an attempt recorded: one pass over the outbox and one over the attempts made since five
+ * minutes before the first of those events entered the log (the block range index on attempt
+ * times keeps that to recent rows), whatever the range's size.
  */
 async function handledFirstAttempts(db: Db, low: bigint, high: bigint): Promise<Set<bigint>> {
   const { rows } = await sql<{ position: string }>`
@@ -98,10 +99,9 @@ async function handledFirstAttempts(db: Db, low: bigint, high: bigint): Promise<
 
 /**
  * The positions in (`low`, `high`] whose tenant has a callback URL for their type whose version,
- * status, type or backup flag changed (`route_changed_at`, migrations 0009 and 0010) after the
- * event entered the log, or
- * within a second before (the change's transaction may have committed after the fan-out read the
- * event). Where such an event went at the fan-out is not known.
+ * status, type or backup flag changed (`route_changed_at`, migration 0009) after the event
+ * entered the log, or within a second before (the change's transaction may have committed after
+ * the fan-out read the event). Where such an event went at the fan-out is not known.
  */
 async function routeChangedSince(db: Db, low: bigint, high: bigint): Promise<Set<bigint>> {
   const { rows } = await sql<{ position: string }>`

@@ -130,10 +130,6 @@ export class FanOut {
     this.stats.held = false;
   }
 
-  async stop(): Promise<void> {
-    await this.release();
-  }
-
   async #run(): Promise<void> {
     let failures = 0;
     while (!this.#halted) {

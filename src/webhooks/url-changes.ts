@@ -1,6 +1,7 @@
 /**
- * When each callback URL last changed (its address, status, version, secret, event type or backup flag, or deleted; migrations 0009 and 0010), as
- * this process heard it: NOTIFY on CALLBACK_URLS_CHANNEL with the URL's id (migration 0009), or
+ * When each callback URL last changed (its address, status, version, secret, event type or backup
+ * flag, or deleted), as this process heard it: NOTIFY on CALLBACK_URLS_CHANNEL with the URL's id
+ * (a trigger, migration 0009), or
  * `null` after the LISTEN connection was lost, when any of them may have. A first attempt the
  * fan-out took from the log carries the URL as it was then; made at or before the URL's change,
  * it is not sent as it is (dispatcher.ts hands it to the outbox, whose claim reads the URL anew).

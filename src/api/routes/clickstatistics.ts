@@ -9,7 +9,7 @@ import { orderBy } from '../conventions/sort.js';
 import { rfc3339 } from '../conventions/time.js';
 import { readList, tenant } from '../list-query.js';
 import { defineResource } from '../resource.js';
-import { MAX_UINT64, itemId } from './item-id.js';
+import { itemId } from './item-id.js';
 
 /**
  * /clickstatistics and /clickstatistics/{ID}: one record per click event, from the
@@ -87,9 +87,8 @@ export const clickstatisticsResource = defineResource({
       path: ':id',
       description: 'One click event by its ID.',
       async find({ db, principal }, params) {
-        const ID = itemId(params['id'] ?? '', 'ID', MAX_UINT64);
+        const ID = itemId(params['id'] ?? '', 'ID');
         if (ID === null) return [];
-        if (ID > MAX_INT8) return [];
         const { rows } = await sql<Row>`SELECT ${COLUMNS} FROM click_stats t
           WHERE ${tenant(principal.apiKeyId, sql.ref('t.api_key_id'))} AND t.id = ${ID.toString()}::int8`.execute(db);
         return withClickedUrls(db, rows);
@@ -97,8 +96,6 @@ export const clickstatisticsResource = defineResource({
     },
   ],
 });
-
-const MAX_INT8 = 2n ** 63n - 1n;
 
 /** The page's records, with each click's URL as it arrived (from the log, by position). */
 async function withClickedUrls(db: Kysely<Database>, rows: readonly Row[]): Promise<Record<string, unknown>[]> {

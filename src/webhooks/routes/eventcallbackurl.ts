@@ -54,16 +54,16 @@ export function registerEventCallbackUrlRoutes(scope: FastifyInstance, deps: Res
   });
 
   // A read-only key is refused before the body is read: a body it may not send cannot turn the 403 into a 400 or a 415.
-  const writes = { onRequest: async (req: FastifyRequest) => void writer(req) };
+  const writes = { onRequest: async (req: FastifyRequest) => refuseReadOnly(req) };
 
   scope.post(URL_PATH, writes, async (req, reply) => {
-    const principal = writer(req);
+    const principal = principalOf(req);
     const { callbackUrl, secret } = await translated(() => createCallbackUrl(db, principal.apiKeyId, req.body));
     return sendRecords(reply, { rows: [{ ...toWire(callbackUrl), SigningSecret: secret }], total: 1 }, false, 201);
   });
 
   scope.put(ITEM_PATH, writes, async (req, reply) => {
-    const principal = writer(req);
+    const principal = principalOf(req);
     const id = await findCallbackUrlId(db, principal.apiKeyId, idOf(req));
     // An item named by nothing of the tenant's still has its body checked first (400), then 404: 0 is no ID.
     const updated = await translated(() => updateCallbackUrl(db, principal.apiKeyId, id ?? 0n, req.body ?? {}));
@@ -71,7 +71,7 @@ export function registerEventCallbackUrlRoutes(scope: FastifyInstance, deps: Res
   });
 
   scope.delete(ITEM_PATH, writes, async (req, reply) => {
-    const principal = writer(req);
+    const principal = principalOf(req);
     const id = await findCallbackUrlId(db, principal.apiKeyId, idOf(req));
     if (id === null || !(await deleteCallbackUrl(db, principal.apiKeyId, id))) throw apiErrors.notFound();
     return reply.code(204).send();
@@ -81,10 +81,8 @@ export function registerEventCallbackUrlRoutes(scope: FastifyInstance, deps: Res
   refuseOtherMethods(scope, ITEM_PATH, ['GET', 'PUT', 'DELETE']);
 }
 
-function writer(req: FastifyRequest) {
-  const principal = principalOf(req);
-  if (principal.readOnly) throw apiErrors.forbidden();
-  return principal;
+function refuseReadOnly(req: FastifyRequest): void {
+  if (principalOf(req).readOnly) throw apiErrors.forbidden();
 }
 
 const idOf = (req: FastifyRequest): string => (req.params as { id?: string }).id ?? '';
