@@ -1,25 +1,35 @@
 import { API_KEY, bigints, col } from './kit/columns.js';
-import { isProcessed, messageFacts } from './kit/message-facts.js';
-import { hasSql, PROCESSED_SQL } from './kit/sql.js';
+import { isProcessed, messageFacts, otherValues } from './kit/message-facts.js';
+import { disagreeSql, hasSql, otherValuesSql, PROCESSED_SQL, zerosSql } from './kit/sql.js';
 import type { Group, Output, Projection } from './kit/types.js';
 
 const FIELDS = ['Title', 'Subject', 'IDType', 'Status', 'SendTimeStart', 'Starred', 'EditMode', 'EditType'] as const;
+
+/** The distinct-message counts of a campaign, in `campaign_stats`' column order. */
+const COUNTS = ['processed', 'delivered', 'opened', 'clicked', 'bounced', 'blocked', 'spam', 'unsub'] as const;
+
+/** A message named a campaign it does not count in: no counts, `messages` 0, `named` 1. */
+const NAMED_ONLY = [...COUNTS.map(() => 0), 0, 1];
 
 /**
  * /campaignoverview: distinct-message counts per campaign, and the campaign's metadata from its
  * `campaign` events. Each metadata field comes from the latest event (by time, then EventID)
  * that carries it, so a later event updates only the fields it sends.
+ *
+ * `messages` counts the messages counted in a row, `named` those whose events name its campaign,
+ * and `first_message_time` is the earliest message time among the latter (`otherValues` in
+ * kit/message-facts.ts says why); the API lists the rows with `messages` > 0.
  */
 export const campaignOverview: Projection = {
   name: 'campaign-overview',
-  version: 3,
+  version: 4,
   groups: ['message', 'campaign'],
   tables: [
     {
       kind: 'counters',
       name: 'campaign_stats',
       keys: [API_KEY, col('campaign_id', 'bigint')],
-      sums: bigints('processed', 'delivered', 'opened', 'clicked', 'bounced', 'blocked', 'spam', 'unsub'),
+      sums: bigints(...COUNTS, 'messages', 'named'),
       mins: [col('first_message_time', 'bigint', true)],
     },
     {
@@ -50,17 +60,22 @@ export const campaignOverview: Projection = {
     out.add(
       'campaign_stats',
       [f.apiKeyId, f.campaignId],
-      [isProcessed(f) ? 1 : 0, c.sent > 0 ? 1 : 0, c.opened > 0 ? 1 : 0, c.clicked > 0 ? 1 : 0, c.bounced > 0 ? 1 : 0, c.blocked > 0 ? 1 : 0, c.spam > 0 ? 1 : 0, c.unsub > 0 ? 1 : 0],
+      [isProcessed(f) ? 1 : 0, c.sent > 0 ? 1 : 0, c.opened > 0 ? 1 : 0, c.clicked > 0 ? 1 : 0, c.bounced > 0 ? 1 : 0, c.blocked > 0 ? 1 : 0, c.spam > 0 ? 1 : 0, c.unsub > 0 ? 1 : 0, 1, 1],
       undefined,
       [f.messageTime],
     );
+    for (const other of otherValues(f, 'campaignId')) out.add('campaign_stats', [f.apiKeyId, other], NAMED_ONLY, undefined, [f.messageTime]);
   },
   sql: {
     campaign_stats: `
       SELECT api_key_id, campaign_id, ${PROCESSED_SQL} AS processed, ${hasSql('sent')} AS delivered, ${hasSql('opened')} AS opened,
         ${hasSql('clicked')} AS clicked, ${hasSql('bounced')} AS bounced, ${hasSql('blocked')} AS blocked, ${hasSql('spam')} AS spam,
-        ${hasSql('unsub')} AS unsub, message_time AS first_message_time
-      FROM facts WHERE campaign_id <> 0`,
+        ${hasSql('unsub')} AS unsub, 1 AS messages, 1 AS named, message_time AS first_message_time
+      FROM facts WHERE campaign_id <> 0
+      UNION ALL
+      SELECT f.api_key_id, n.campaign_id, ${zerosSql([...COUNTS, 'messages'])}, 1 AS named, f.message_time AS first_message_time
+      FROM facts f CROSS JOIN LATERAL ${otherValuesSql('campaign_id')} n
+      WHERE ${disagreeSql('campaign_id')} AND n.campaign_id <> f.campaign_id`,
     // Per field, the value of the latest event (by time, then EventID) whose payload has it.
     campaigns: `
       SELECT api_key_id, campaign_id,

@@ -213,3 +213,30 @@ export function delayOf(f: MessageFacts, e: LogEvent | null): number | null {
 export function campaignDims(f: MessageFacts): [string, string, string, string, string, string] {
   return [f.campaignId, f.listId, f.senderId, f.sender, f.senderDomain, f.customCampaign];
 }
+
+const NO_VALUES: readonly string[] = [];
+
+/**
+ * The values a message's events give one of its dimensions other than the one the message counts
+ * under (`f[dim]`, the largest): each non-empty one once, in the order met. Empty when its events
+ * agree, as they normally do.
+ *
+ * Read models whose rows keep a one-way column (a campaign's first message time, a recipient's
+ * last activity) give that column to every row the message's events name, not only the one it
+ * counts in: a later event can move the message to another row (a larger campaign id), and a
+ * minimum or maximum cannot be taken back from the row it leaves. Every row the message's events
+ * name keeps its part, so the column depends only on the set of events (CONTRACT.md §2), and
+ * such rows count no message of their own until one counts there (`messages` = 0; the API lists
+ * only rows that count a message).
+ */
+export function otherValues(f: MessageFacts, dim: 'campaignId' | 'listId' | 'email'): readonly string[] {
+  const chosen = f[dim];
+  let out: string[] | null = null;
+  for (const e of f.events) {
+    const v = e[dim];
+    if (v === chosen || v === '' || v === '0') continue;
+    if (out === null) out = [v];
+    else if (!out.includes(v)) out.push(v);
+  }
+  return out ?? NO_VALUES;
+}

@@ -67,6 +67,8 @@ const TEXT_DIMS = ['email', 'recipient_domain', 'esp', 'sender', 'sender_domain'
  * `facts`: {@link MessageFacts} of every message in `log`, one row each:
  * - `campaign_id`, `contact_id`, `list_id`, `sender_id` (0: none), `email`, `recipient_domain`,
  *   `esp`, `sender`, `sender_domain`, `custom_campaign` ('': none): the largest value its events carry;
+ * - `lo_campaign_id`, `lo_list_id`, `lo_email`: the smallest non-empty one (null: none), which
+ *   differs from the largest only for a message whose events disagree ({@link otherValuesSql});
  * - `message_time`: smallest time of its delivery events (null: not processed);
  * - `last_activity`: largest event time; `events`: how many it has;
  * - per outcome `t_<outcome>`, the time of its first event (null: none), and for those counted
@@ -79,6 +81,8 @@ export const FACTS_SELECT = `
   SELECT api_key_id, message_id,
     ${ID_DIMS.map((c) => `coalesce(max(${c}), 0) AS ${c}`).join(', ')},
     ${TEXT_DIMS.map((c) => `coalesce(max(${c} COLLATE "C"), '') AS ${c}`).join(', ')},
+    min(campaign_id) FILTER (WHERE campaign_id <> 0) AS lo_campaign_id, min(list_id) FILTER (WHERE list_id <> 0) AS lo_list_id,
+    min(email COLLATE "C") FILTER (WHERE email <> '') AS lo_email,
     min(event_time) FILTER (WHERE kind BETWEEN 1 AND 6) AS message_time,
     max(event_time) AS last_activity,
     count(*)::int AS events,
@@ -150,3 +154,18 @@ export const sliceSql = (time: string, seconds: number | string): string => `(${
 
 /** The statistics resolutions as a VALUES list of (code, seconds). */
 export const RESOLUTIONS_SQL = `(VALUES ${RESOLUTIONS.map((r) => `('${r.code}', ${r.seconds})`).join(', ')})`;
+
+/**
+ * Every non-empty value the events of the message in `facts` row `f` give a dimension, each once,
+ * as a subquery for `LATERAL` (`otherValues` in message-facts.ts gives those but the largest).
+ * Only worth reading for a message whose events disagree on it ({@link disagreeSql}): one look
+ * up the log's (tenant, message) index each.
+ */
+export const otherValuesSql = (column: 'campaign_id' | 'list_id' | 'email'): string =>
+  `(SELECT DISTINCT e.${column} FROM log e WHERE e.api_key_id = f.api_key_id AND e.message_id = f.message_id AND e.type <> 'campaign' AND e.${column} <> ${column === 'email' ? "''" : '0'})`;
+
+/** Whether the events of the message in `facts` row `f` give a dimension more than one value. */
+export const disagreeSql = (column: 'campaign_id' | 'list_id' | 'email'): string => `f.lo_${column} <> f.${column}`;
+
+/** Zeros named as columns: a contribution that only names a row. */
+export const zerosSql = (columns: readonly string[]): string => columns.map((c) => `0 AS ${c}`).join(', ');

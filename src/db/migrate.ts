@@ -9,6 +9,7 @@ import * as customIdIndex from './migrations/0007-custom-id-index.js';
 import * as keyRevocationNotify from './migrations/0008-key-revocation-notify.js';
 import * as callbackUrlNotify from './migrations/0009-callback-url-notify.js';
 import * as batchAttemptPositions from './migrations/0010-batch-attempt-positions.js';
+import * as countedMessages from './migrations/0011-counted-messages.js';
 import type { Database } from './schema.js';
 
 /** Every migration, in order. Listed by hand: no file-system discovery at run time. */
@@ -23,6 +24,7 @@ const MIGRATIONS: Record<string, Migration> = {
   '0008-key-revocation-notify': keyRevocationNotify,
   '0009-callback-url-notify': callbackUrlNotify,
   '0010-batch-attempt-positions': batchAttemptPositions,
+  '0011-counted-messages': countedMessages,
 };
 
 export class MigrationError extends Error {

@@ -348,7 +348,7 @@ describe('errors and migrate', () => {
     const fresh = await createTestDatabase();
     try {
       const first = await runCli(['migrate'], { env: { ...dbEnv, DATABASE_URL: fresh.url } });
-      expect({ code: first.code, out: first.stdout.trim() }).toEqual({ code: 0, out: 'applied: 0001-event-log\napplied: 0002-projections\napplied: 0003-webhooks\napplied: 0004-read-model-notify\napplied: 0005-hot-read-models\napplied: 0006-checkpoint-versions\napplied: 0007-custom-id-index\napplied: 0008-key-revocation-notify\napplied: 0009-callback-url-notify\napplied: 0010-batch-attempt-positions' });
+      expect({ code: first.code, out: first.stdout.trim() }).toEqual({ code: 0, out: 'applied: 0001-event-log\napplied: 0002-projections\napplied: 0003-webhooks\napplied: 0004-read-model-notify\napplied: 0005-hot-read-models\napplied: 0006-checkpoint-versions\napplied: 0007-custom-id-index\napplied: 0008-key-revocation-notify\napplied: 0009-callback-url-notify\napplied: 0010-batch-attempt-positions\napplied: 0011-counted-messages' });
       const again = await runCli(['migrate'], { env: { ...dbEnv, DATABASE_URL: fresh.url } });
       expect({ code: again.code, out: again.stdout.trim() }).toEqual({ code: 0, out: 'Schema is up to date.' });
       // The read models' tables are there too, empty.

@@ -4,6 +4,7 @@ import { PROJECTIONS } from '../../projections/index.js';
 import type { Projection } from '../../projections/kit/types.js';
 import type { Db } from '../../src/db/connect.js';
 import { down as migrationDown, up as migrationUp } from '../../src/db/migrations/0006-checkpoint-versions.js';
+import { down as countedDown, up as countedUp } from '../../src/db/migrations/0011-counted-messages.js';
 import { ensureProjectionCheckpoints } from '../../src/log/checkpoints.js';
 import { replay } from '../../src/projector/replay.js';
 import type { Projector } from '../../src/projector/runner.js';
@@ -100,4 +101,54 @@ describe.each(DIALECTS)('migration 0006 on %s', (dialect) => {
     const { rows } = await sql<{ name: string; version: number | null }>`SELECT name, version FROM checkpoints WHERE name <> 'webhooks'`.execute(db.kysely);
     expect(Object.fromEntries(rows.map((r) => [r.name, r.version]))).toEqual(Object.fromEntries(OLD.map((p) => [p.name, p.version])));
   });
+});
+
+describe.each(DIALECTS)('migration 0011 on %s', (dialect) => {
+  let db: Db;
+  let cleanup: () => Promise<void>;
+  const TABLES = ['campaign_stats', 'contact_stats', 'list_recipient_stats'];
+  const REBUILT = ['campaign-overview', 'contact-statistics', 'list-recipient-statistics'];
+
+  beforeAll(async () => {
+    ({ db, cleanup } = await openMigratedDb(dialect));
+  });
+  afterAll(async () => {
+    await cleanup();
+  });
+
+  it('gives tables built before it the columns the API reads, and the new versions rebuild them', async () => {
+    await ensureProjectionTables(db.kysely, PROJECTIONS);
+    for (let m = 0; m < 5; m++) await append(db, '1', sampleEvents(String(500 + m), 1_433_333_949 + m * 97));
+    // One message whose events disagree: counted in campaign 9, also naming campaign 8.
+    await append(db, '1', [
+      { event: 'sent', time: 1_433_334_000, MessageID: '600', email: 'a@example.org', mj_campaign_id: 8 },
+      { event: 'open', time: 1_433_334_100, MessageID: '600', email: 'a@example.org', mj_campaign_id: 9 },
+    ]);
+    await replay(db, PROJECTIONS, { readBatch: 1000, catchUpBatch: 1000 });
+    // A database from before the migration: the tables of the older versions, which lack the columns.
+    const kysely = db.kysely as unknown as Kysely<unknown>;
+    await countedDown(kysely);
+    await sql`UPDATE projections SET version = version - 1 WHERE name IN (${sql.join(REBUILT)})`.execute(db.kysely);
+    await sql`UPDATE checkpoints SET version = version - 1 WHERE name IN (${sql.join(REBUILT)})`.execute(db.kysely);
+
+    await countedUp(kysely);
+    await countedUp(kysely); // a second run changes nothing
+    for (const table of TABLES) {
+      const { rows } = await sql<{ all: number; counted: number }>`SELECT count(*)::int AS all, count(*) FILTER (WHERE messages > 0)::int AS counted FROM ${sql.table(table)}`.execute(db.kysely);
+      expect(rows[0]?.all, table).toBeGreaterThan(0);
+      expect(rows[0]?.counted, table).toBe(rows[0]?.all);
+    }
+
+    const stale = await ensureProjectionTables(db.kysely, PROJECTIONS);
+    expect(stale.map((p) => p.name).sort()).toEqual(REBUILT);
+    await replay(db, stale, { readBatch: 1000, catchUpBatch: 1000 });
+    expect(await ensureProjectionTables(db.kysely, PROJECTIONS)).toEqual([]);
+    expect(await verifyAgainstReplay(db)).toEqual(NO_DIFFERENCES);
+    const { rows } = await sql<{ campaign_id: string; messages: string; named: string }>`
+      SELECT campaign_id::text, messages::text, named::text FROM campaign_stats WHERE campaign_id IN (8, 9) ORDER BY campaign_id`.execute(db.kysely);
+    expect(rows).toEqual([
+      { campaign_id: '8', messages: '0', named: '1' },
+      { campaign_id: '9', messages: '1', named: '1' },
+    ]);
+  }, 120_000);
 });

@@ -100,7 +100,7 @@ function campaigns(apiKeyId: string, id?: bigint): RawBuilder<unknown> {
       COALESCE(m.id_type, 'Campaign') AS id_type, COALESCE(m.starred, FALSE) AS starred,
       COALESCE(m.title, '') AS title, COALESCE(m.subject, '') AS subject,
       COALESCE(m.edit_mode, '') AS edit_mode, COALESCE(NULLIF(m.edit_type, ''), 'unknown') AS edit_type
-    FROM (SELECT * FROM campaign_stats WHERE ${tenant(apiKeyId)} ${only}) s
+    FROM (SELECT * FROM campaign_stats WHERE ${tenant(apiKeyId)} AND messages > 0 ${only}) s
     FULL JOIN (SELECT * FROM campaigns WHERE ${tenant(apiKeyId)} ${only}) m ON m.campaign_id = s.campaign_id) t`;
 }
 

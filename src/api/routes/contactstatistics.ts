@@ -46,6 +46,8 @@ interface Row {
 
 const SORTABLE = { ID: sql.ref('contact_id'), LastActivityAt: sql.ref('last_activity_at'), ...COUNT_SORTABLE };
 const TIE_BREAK = [sql`contact_id`, sql`email`];
+/** A row only named by messages counted under another address is not listed (projections/contact-statistics.ts). */
+const COUNTS_A_MESSAGE = sql`messages > 0`;
 
 export const contactstatisticsResource = defineResource({
   name: 'contactstatistics',
@@ -54,7 +56,7 @@ export const contactstatisticsResource = defineResource({
   query,
   record,
   async list({ db, principal, query: q, page }) {
-    const where = [tenant(principal.apiKeyId), ...recipientConditions(q)];
+    const where = [tenant(principal.apiKeyId), COUNTS_A_MESSAGE, ...recipientConditions(q)];
     const { rows, total } = await readList<Row>(db, { from: sql`contact_stats`, key: sql`api_key_id, email`, columns: sql`*`, where, orderBy: orderBy('contactstatistics', q.Sort, SORTABLE, TIE_BREAK) }, page);
     return { rows: rows.map(toWire), total };
   },
@@ -69,7 +71,7 @@ export const contactstatisticsResource = defineResource({
 
 async function findContact({ db, principal }: RequestContext, key: string): Promise<Row[]> {
   const read = async (match: RawBuilder<unknown>) =>
-    (await sql<Row>`SELECT * FROM contact_stats WHERE ${tenant(principal.apiKeyId)} AND ${match} ORDER BY email`.execute(db)).rows;
+    (await sql<Row>`SELECT * FROM contact_stats WHERE ${tenant(principal.apiKeyId)} AND ${COUNTS_A_MESSAGE} AND ${match} ORDER BY email`.execute(db)).rows;
   if (/^\d+$/.test(key)) {
     const id = itemId(key, 'ContactID');
     return id === null || id === 0n ? [] : read(sql`contact_id = ${id.toString()}::int8`);

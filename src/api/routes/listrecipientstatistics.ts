@@ -56,6 +56,8 @@ interface Row {
 
 const SORTABLE = { ID: sql.ref('list_recipient_id'), Email: sql.ref('email'), LastActivityAt: sql.ref('last_activity_at'), ...COUNT_SORTABLE };
 const TIE_BREAK = [sql`list_recipient_id`, sql`list_id`, sql`email`];
+/** A row only named by messages counted under another list or address is not listed (projections/list-recipient-statistics.ts). */
+const COUNTS_A_MESSAGE = sql`messages > 0`;
 
 export const listrecipientstatisticsResource = defineResource({
   name: 'listrecipientstatistics',
@@ -67,6 +69,7 @@ export const listrecipientstatisticsResource = defineResource({
   async list({ db, principal, query: q, page }) {
     const where = [
       tenant(principal.apiKeyId),
+      COUNTS_A_MESSAGE,
       ...recipientConditions(q),
       ...conditions([
         [q.Contact, () => sql`contact_id = ${String(q.Contact)}::int8`],
@@ -94,7 +97,7 @@ export const listrecipientstatisticsResource = defineResource({
         const id = itemId(params['id'] ?? '', 'ListRecipientID');
         const q = parseQuery(ITEM_QUERY, rawQuery);
         if (id === null) return [];
-        const r = await sql<Row>`SELECT * FROM list_recipient_stats WHERE ${tenant(principal.apiKeyId)} AND list_recipient_id = ${id.toString()}::int8 ORDER BY list_id, email`.execute(db);
+        const r = await sql<Row>`SELECT * FROM list_recipient_stats WHERE ${tenant(principal.apiKeyId)} AND ${COUNTS_A_MESSAGE} AND list_recipient_id = ${id.toString()}::int8 ORDER BY list_id, email`.execute(db);
         return r.rows.map((row) => toWire(row, q.ShowExtraData === true));
       },
     },

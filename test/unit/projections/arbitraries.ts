@@ -3,7 +3,8 @@ import { D0, DAY, UA_CHROME, UA_MAIL, UA_PROXY } from './scenarios/common.js';
 
 /**
  * Random event sets for property tests: several tenants, campaigns, lists and senders; messages
- * whose events agree on their dimensions but randomly omit optional fields; every event type,
+ * whose events randomly omit optional fields, and now and then an event naming another campaign,
+ * list or address than the rest of its message (which then moves to the largest); every event type,
  * times spread over three days (so opens before their `sent` and late events are common);
  * campaign metadata events; duplicates (the same EventID again); shuffled.
  */
@@ -46,6 +47,8 @@ const messageArb = fc.record({
       pick: fc.nat(11),
       flag: fc.boolean(),
       flag2: fc.boolean(),
+      /** Now and then an event names another campaign, list or address than its message's others. */
+      other: fc.option(fc.record({ campaign: fc.constantFrom(1, 2, 3), list: fc.constantFrom(5, 6), email: fc.constantFrom(...EMAILS), which: fc.integer({ min: 1, max: 7 }) }), { freq: 6 }),
     }),
     { minLength: 0, maxLength: 8 },
   ),
@@ -78,6 +81,11 @@ function messageEvents(index: number, m: MessageSpec): TenantEvent[] {
     optional.forEach(([field, value], bit) => {
       if (value !== undefined && (e.omit & (1 << bit)) === 0) event[field] = value;
     });
+    if (e.other !== null) {
+      if ((e.other.which & 1) !== 0) event['mj_campaign_id'] = e.other.campaign;
+      if ((e.other.which & 2) !== 0) event['mj_list_id'] = e.other.list;
+      if ((e.other.which & 4) !== 0) event['email'] = e.other.email;
+    }
     const [relatedTo, error] = ERRORS[e.pick % ERRORS.length] as [string, string];
     if (e.type === 'open' || e.type === 'click' || e.type === 'unsub') {
       if (e.flag) event['agent'] = AGENTS[e.pick % AGENTS.length];

@@ -51,18 +51,18 @@ const bounces: Scenario = {
         {
           table: 'campaign_stats',
           rows: [
-            { campaign_id: 12, processed: 4, bounced: 3, blocked: 1, first_message_time: D0 + 100 },
-            { campaign_id: 15, processed: 1, blocked: 1, first_message_time: D0 + 600 },
+            { campaign_id: 12, processed: 4, bounced: 3, blocked: 1, messages: 4, named: 4, first_message_time: D0 + 100 },
+            { campaign_id: 15, processed: 1, blocked: 1, messages: 1, named: 1, first_message_time: D0 + 600 },
           ],
         },
         {
           table: 'contact_stats',
           rows: [
-            { email: 'fay@yahoo.com', processed: 1, queued: 1, bounced: 1, soft_bounced: 1, contact_id: 701, last_activity_at: D0 + 200 },
-            { email: 'gus@gmail.com', processed: 1, bounced: 1, hard_bounced: 1, contact_id: 702, last_activity_at: D0 + 300 },
-            { email: 'hal@gmail.com', processed: 1, blocked: 1, contact_id: 703, last_activity_at: D0 + 400 },
-            { email: 'ivy@gmail.com', processed: 1, bounced: 1, hard_bounced: 1, contact_id: 704, last_activity_at: D0 + 500 },
-            { email: 'jo@gmail.com', processed: 1, blocked: 1, contact_id: 705, last_activity_at: D0 + 600 },
+            { email: 'fay@yahoo.com', processed: 1, queued: 1, bounced: 1, soft_bounced: 1, messages: 1, named: 1, contact_id: 701, last_activity_at: D0 + 200 },
+            { email: 'gus@gmail.com', processed: 1, bounced: 1, hard_bounced: 1, messages: 1, named: 1, contact_id: 702, last_activity_at: D0 + 300 },
+            { email: 'hal@gmail.com', processed: 1, blocked: 1, messages: 1, named: 1, contact_id: 703, last_activity_at: D0 + 400 },
+            { email: 'ivy@gmail.com', processed: 1, bounced: 1, hard_bounced: 1, messages: 1, named: 1, contact_id: 704, last_activity_at: D0 + 500 },
+            { email: 'jo@gmail.com', processed: 1, blocked: 1, messages: 1, named: 1, contact_id: 705, last_activity_at: D0 + 600 },
           ],
         },
         {

@@ -41,7 +41,7 @@ const metadata: Scenario = {
       ],
       then: [
         { table: 'campaigns', rows: [{ ...spring, subject: 'Last chance', starred: true, updated_at: D0 + 200 }] },
-        { table: 'campaign_stats', rows: [{ campaign_id: 13, processed: 1, delivered: 1, opened: 1, first_message_time: D0 + 300 }] },
+        { table: 'campaign_stats', rows: [{ campaign_id: 13, processed: 1, delivered: 1, opened: 1, messages: 1, named: 1, first_message_time: D0 + 300 }] },
         // campaign events are no messages
         { table: 'statcounters', where: { source_type: 'C', timing: 'L' }, rows: [{ source_id: 13, resolution: 'L', timeslice: 0, total: 1, message_sent: 1, message_opened: 1, event_opened: 2, event_open_delay: 100 }] },
         { table: 'messages', rows: [{ message_id: '5001', campaign_id: 13, email: 'kim@example.org', recipient_domain: 'example.org', esp: 'others', message_time: D0 + 300, status: 'opened', first_open_at: D0 + 400, last_activity_at: D0 + 500, attempt_count: 1, event_count: 3 }] },

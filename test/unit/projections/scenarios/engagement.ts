@@ -74,15 +74,15 @@ const engagement: Scenario = {
           table: 'list_recipient_stats',
           rows: [
             // list_recipient_id: stable id of 'list-recipient:106:24:<email>' (computed outside the code under test)
-            { list_id: 24, email: 'lee@gmail.com', processed: 2, queued: 1, delivered: 1, opened: 1, clicked: 1, unsub: 1, list_recipient_id: '136273020385349', contact_id: 801, last_activity_at: D0 + 500, unsubscribed_at: D0 + 500 },
-            { list_id: 24, email: 'max@outlook.com', processed: 1, delivered: 1, clicked: 1, list_recipient_id: '204045909302952', contact_id: 802, last_activity_at: D0 + 600, unsubscribed_at: null },
+            { list_id: 24, email: 'lee@gmail.com', processed: 2, queued: 1, delivered: 1, opened: 1, clicked: 1, unsub: 1, messages: 2, named: 2, list_recipient_id: '136273020385349', contact_id: 801, last_activity_at: D0 + 500, unsubscribed_at: D0 + 500 },
+            { list_id: 24, email: 'max@outlook.com', processed: 1, delivered: 1, clicked: 1, messages: 1, named: 1, list_recipient_id: '204045909302952', contact_id: 802, last_activity_at: D0 + 600, unsubscribed_at: null },
           ],
         },
         {
           table: 'contact_stats',
           rows: [
-            { email: 'lee@gmail.com', processed: 2, queued: 1, delivered: 1, opened: 1, clicked: 1, unsub: 1, contact_id: 801, last_activity_at: D0 + 500 },
-            { email: 'max@outlook.com', processed: 1, delivered: 1, clicked: 1, contact_id: 802, last_activity_at: D0 + 600 },
+            { email: 'lee@gmail.com', processed: 2, queued: 1, delivered: 1, opened: 1, clicked: 1, unsub: 1, messages: 2, named: 2, contact_id: 801, last_activity_at: D0 + 500 },
+            { email: 'max@outlook.com', processed: 1, delivered: 1, clicked: 1, messages: 1, named: 1, contact_id: 802, last_activity_at: D0 + 600 },
           ],
         },
         {

@@ -31,10 +31,10 @@ const messageTimeMoves: Scenario = {
         { table: 'messages', rows: [{ ...m5Message, message_time: null, attempt_count: 0, event_count: 2 }] },
         { table: 'open_info', rows: [{ ...m5Open, arrived_at: null }] },
         { table: 'click_stats', rows: [{ ...m5Click, clicked_delay: null }] },
-        { table: 'campaign_stats', rows: [{ campaign_id: 11, opened: 1, clicked: 1, first_message_time: null }] },
+        { table: 'campaign_stats', rows: [{ campaign_id: 11, opened: 1, clicked: 1, messages: 1, named: 1, first_message_time: null }] },
         // Opened and clicked, not attempted: in the counts, not in the open rate's share.
         { table: 'recipient_esp_stats', rows: [{ campaign_id: 11, esp: 'Gmail', opened: 1, clicked: 1, clicked_of_opened: 1 }] },
-        { table: 'contact_stats', rows: [{ email: 'eve@gmail.com', opened: 1, clicked: 1, contact_id: 601, last_activity_at: D0 + 7400 }] },
+        { table: 'contact_stats', rows: [{ email: 'eve@gmail.com', opened: 1, clicked: 1, messages: 1, named: 1, contact_id: 601, last_activity_at: D0 + 7400 }] },
       ],
     },
     {
@@ -62,9 +62,9 @@ const messageTimeMoves: Scenario = {
         { table: 'messages', rows: [{ ...m5Message, message_time: D0 + 3700, attempt_count: 1, event_count: 3 }] },
         { table: 'open_info', rows: [{ ...m5Open, arrived_at: D0 + 3700 }] },
         { table: 'click_stats', rows: [{ ...m5Click, clicked_delay: 3700 }] },
-        { table: 'campaign_stats', rows: [{ campaign_id: 11, processed: 1, delivered: 1, opened: 1, clicked: 1, first_message_time: D0 + 3700 }] },
+        { table: 'campaign_stats', rows: [{ campaign_id: 11, processed: 1, delivered: 1, opened: 1, clicked: 1, messages: 1, named: 1, first_message_time: D0 + 3700 }] },
         { table: 'recipient_esp_stats', rows: [{ campaign_id: 11, esp: 'Gmail', attempted: 1, delivered: 1, opened: 1, clicked: 1, opened_of_attempted: 1, clicked_of_opened: 1 }] },
-        { table: 'contact_stats', rows: [{ email: 'eve@gmail.com', processed: 1, delivered: 1, opened: 1, clicked: 1, contact_id: 601, last_activity_at: D0 + 7400 }] },
+        { table: 'contact_stats', rows: [{ email: 'eve@gmail.com', processed: 1, delivered: 1, opened: 1, clicked: 1, messages: 1, named: 1, contact_id: 601, last_activity_at: D0 + 7400 }] },
       ],
     },
     {
@@ -95,9 +95,9 @@ const messageTimeMoves: Scenario = {
         { table: 'messages', rows: [{ ...m5Message, message_time: D0 + 100, attempt_count: 1, event_count: 4 }] },
         { table: 'open_info', rows: [{ ...m5Open, arrived_at: D0 + 3700 }] },
         { table: 'click_stats', rows: [{ ...m5Click, clicked_delay: 7300 }] },
-        { table: 'campaign_stats', rows: [{ campaign_id: 11, processed: 1, delivered: 1, opened: 1, clicked: 1, first_message_time: D0 + 100 }] },
+        { table: 'campaign_stats', rows: [{ campaign_id: 11, processed: 1, delivered: 1, opened: 1, clicked: 1, messages: 1, named: 1, first_message_time: D0 + 100 }] },
         { table: 'recipient_esp_stats', rows: [{ campaign_id: 11, esp: 'Gmail', attempted: 1, delivered: 1, opened: 1, clicked: 1, opened_of_attempted: 1, clicked_of_opened: 1 }] },
-        { table: 'contact_stats', rows: [{ email: 'eve@gmail.com', processed: 1, queued: 1, delivered: 1, opened: 1, clicked: 1, contact_id: 601, last_activity_at: D0 + 7400 }] },
+        { table: 'contact_stats', rows: [{ email: 'eve@gmail.com', processed: 1, queued: 1, delivered: 1, opened: 1, clicked: 1, messages: 1, named: 1, contact_id: 601, last_activity_at: D0 + 7400 }] },
       ],
     },
   ],
@@ -167,10 +167,83 @@ const lateAndDuplicate: Scenario = {
           ],
         },
         { table: 'messages', rows: [{ ...m6Message, first_open_at: D0 + 1000, event_count: 3 }] },
-        { table: 'contact_stats', rows: [{ email: 'fox@example.org', processed: 1, delivered: 1, opened: 1, contact_id: 901, last_activity_at: D0 + 10 * HOUR }] },
+        { table: 'contact_stats', rows: [{ email: 'fox@example.org', processed: 1, delivered: 1, opened: 1, messages: 1, named: 1, contact_id: 901, last_activity_at: D0 + 10 * HOUR }] },
       ],
     },
   ],
 };
 
-export const TRAP_SCENARIOS: readonly Scenario[] = [messageTimeMoves, lateAndDuplicate];
+// Tenants 107 and 108: the same events in two arrival orders. Message 7001's `sent` names
+// campaign 5, list 21 and ann; its `unsub` names campaign 7, list 22 and bob, so it counts in the
+// largest (7, 22, bob). Message 7002 counts in campaign 5, list 21, ann. The rows 7001's events
+// name but it does not count in keep its first message time, last activity, ContactID and
+// unsubscription (one-way columns), whichever event came first; they count no message of it.
+// list_recipient_id: stable id of 'list-recipient:<tenant>:<list>:<email>' (computed outside the code under test)
+const RECIPIENT_IDS: Record<string, Record<string, string>> = {
+  '107': { '21 ann': '117451934931617', '21 bob': '70516617190017', '22 ann': '43332600662584', '22 bob': '182897310522513' },
+  '108': { '21 ann': '146066508625670', '21 bob': '14295380122452', '22 ann': '272360531619422', '22 bob': '247710282104944' },
+};
+const ANN = 'ann@example.org';
+const BOB = 'bob@example.org';
+
+function disagreeing(tenant: '107' | '108', movingEventFirst: boolean): Scenario {
+  const m7 = message('7001', {});
+  const m8 = message('7002', { email: ANN, mj_campaign_id: 5, mj_list_id: 21, mj_contact_id: 1001 });
+  const sent = m7('sent', 's', D0 + 1000, { email: ANN, mj_campaign_id: 5, mj_list_id: 21, mj_contact_id: 1001 });
+  const unsub = m7('unsub', 'u', D0 + 6000, { email: BOB, mj_campaign_id: 7, mj_list_id: 22, mj_contact_id: 1002 });
+  const id = (list: number, who: 'ann' | 'bob') => RECIPIENT_IDS[tenant]?.[`${list} ${who}`] ?? '';
+  const named = { messages: 0, named: 1, contact_id: 1002, last_activity_at: D0 + 6000, unsubscribed_at: D0 + 6000 };
+  return {
+    name: `one-way columns: a message whose events disagree on campaign, list and address, the event that moves it arriving ${movingEventFirst ? 'first' : 'last'}`,
+    tenant,
+    steps: [
+      {
+        append: [movingEventFirst ? unsub : sent, m8('sent', 's2', D0 + 5000)],
+        then: movingEventFirst
+          ? [
+              {
+                table: 'campaign_stats',
+                rows: [
+                  { campaign_id: 5, processed: 1, delivered: 1, messages: 1, named: 1, first_message_time: D0 + 5000 },
+                  { campaign_id: 7, unsub: 1, messages: 1, named: 1, first_message_time: null },
+                ],
+              },
+            ]
+          : [
+              { table: 'campaign_stats', rows: [{ campaign_id: 5, processed: 2, delivered: 2, messages: 2, named: 2, first_message_time: D0 + 1000 }] },
+              { table: 'contact_stats', rows: [{ email: ANN, processed: 2, delivered: 2, messages: 2, named: 2, contact_id: 1001, last_activity_at: D0 + 5000 }] },
+            ],
+      },
+      {
+        append: [movingEventFirst ? sent : unsub],
+        then: [
+          {
+            table: 'campaign_stats',
+            rows: [
+              { campaign_id: 5, processed: 1, delivered: 1, messages: 1, named: 2, first_message_time: D0 + 1000 },
+              { campaign_id: 7, processed: 1, delivered: 1, unsub: 1, messages: 1, named: 1, first_message_time: D0 + 1000 },
+            ],
+          },
+          {
+            table: 'contact_stats',
+            rows: [
+              { email: ANN, processed: 1, delivered: 1, messages: 1, named: 2, contact_id: 1002, last_activity_at: D0 + 6000 },
+              { email: BOB, processed: 1, delivered: 1, unsub: 1, messages: 1, named: 1, contact_id: 1002, last_activity_at: D0 + 6000 },
+            ],
+          },
+          {
+            table: 'list_recipient_stats',
+            rows: [
+              { list_id: 21, email: ANN, processed: 1, delivered: 1, messages: 1, named: 2, list_recipient_id: id(21, 'ann'), contact_id: 1002, last_activity_at: D0 + 6000, unsubscribed_at: D0 + 6000 },
+              { list_id: 22, email: BOB, processed: 1, delivered: 1, unsub: 1, messages: 1, named: 1, list_recipient_id: id(22, 'bob'), contact_id: 1002, last_activity_at: D0 + 6000, unsubscribed_at: D0 + 6000 },
+              { list_id: 21, email: BOB, list_recipient_id: id(21, 'bob'), ...named },
+              { list_id: 22, email: ANN, list_recipient_id: id(22, 'ann'), ...named },
+            ],
+          },
+        ],
+      },
+    ],
+  };
+}
+
+export const TRAP_SCENARIOS: readonly Scenario[] = [messageTimeMoves, lateAndDuplicate, disagreeing('107', false), disagreeing('108', true)];
