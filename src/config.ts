@@ -55,6 +55,7 @@ const envSchema = z.object({
   PG_POOL_SIZE: int(2, 200).default(10),
   INGEST_BATCH_SIZE: int(1, 10_000).default(2000),
   INGEST_BATCH_WAIT_MS: int(0, 10_000).default(5),
+  INGEST_BATCH_BYTES: int(65_536, 268_435_456).default(8_388_608),
   INGEST_ACK_WAIT_MS: int(1000, 3_600_000).default(30_000),
   INGEST_WORKERS: int(1, 64).default(1),
   SHUTDOWN_TIMEOUT_MS: int(1000, 600_000).default(30_000),
@@ -126,7 +127,7 @@ export interface Config {
     /** Characters of all kept answers together. */
     readonly cacheMaxBytes: number;
   };
-  readonly ingest: { readonly batchSize: number; readonly batchWaitMs: number; readonly ackWaitMs: number; readonly workers: number };
+  readonly ingest: { readonly batchSize: number; readonly batchBytes: number; readonly batchWaitMs: number; readonly ackWaitMs: number; readonly workers: number };
   /** How long `serve` waits on SIGTERM for its roles to drain before it exits regardless. */
   readonly shutdownTimeoutMs: number;
   readonly projector: { readonly batchSize: number; readonly pollMs: number; readonly leaseMs: number; readonly cacheGroups: number; readonly minIntervalMs: number; readonly replayBatchSize: number; readonly replayCounterRows: number;
@@ -226,7 +227,7 @@ export function loadConfig(env: Env = process.env): Config {
       cacheTtlMs: e.API_CACHE_TTL_MS,
       cacheMaxBytes: e.API_CACHE_MAX_MB * 1024 * 1024,
     },
-    ingest: { batchSize: e.INGEST_BATCH_SIZE, batchWaitMs: e.INGEST_BATCH_WAIT_MS, ackWaitMs: e.INGEST_ACK_WAIT_MS, workers: e.INGEST_WORKERS },
+    ingest: { batchSize: e.INGEST_BATCH_SIZE, batchBytes: e.INGEST_BATCH_BYTES, batchWaitMs: e.INGEST_BATCH_WAIT_MS, ackWaitMs: e.INGEST_ACK_WAIT_MS, workers: e.INGEST_WORKERS },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     projector: { batchSize: e.PROJECTOR_BATCH_SIZE, pollMs: e.PROJECTOR_POLL_MS, leaseMs: e.PROJECTOR_LEASE_MS, cacheGroups: e.PROJECTOR_CACHE_GROUPS, minIntervalMs: e.PROJECTOR_MIN_INTERVAL_MS, replayBatchSize: e.REPLAY_BATCH_SIZE, replayCounterRows: e.REPLAY_COUNTER_ROWS, replayEngine: e.REPLAY_ENGINE, replayWorkMem: e.REPLAY_WORK_MEM },
     webhooks: {

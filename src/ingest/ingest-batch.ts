@@ -16,6 +16,8 @@ export class IngestBatch {
   readonly letters: NewDeadLetter[] = [];
   readonly poison: JsMsg[] = [];
   readonly unresolved: { m: JsMsg; apiKeyId: string; event: string }[] = [];
+  /** Bytes of the messages' data. */
+  bytes = 0;
 
   get size(): number {
     return this.rows.length + this.poison.length + this.unresolved.length;
@@ -28,6 +30,7 @@ export class IngestBatch {
 
   /** Decodes a message of a known tenant into a row, or dead-letters it with the reason. */
   decode(m: JsMsg, apiKeyId: string, event: string): void {
+    this.bytes += m.data.length;
     let reason: string;
     try {
       const decoded = decodeEventBytes(m.data, { apiKeyId, subjectEvent: event, natsSeq: streamSequence(m) });
@@ -40,10 +43,31 @@ export class IngestBatch {
     } catch (err) {
       reason = `could not be decoded: ${describeError(err)}`;
     }
-    this.reject(m, reason, apiKeyId);
+    this.#refuse(m, reason, apiKeyId);
   }
 
+  /** Dead-letters a message with the reason. */
   reject(m: JsMsg, reason: string, apiKeyId: string | null): void {
+    this.bytes += m.data.length;
+    this.#refuse(m, reason, apiKeyId);
+  }
+
+  /** Sets a message aside until the writer has reloaded the tenants. */
+  defer(m: JsMsg, apiKeyId: string, event: string): void {
+    this.bytes += m.data.length;
+    this.unresolved.push({ m, apiKeyId, event });
+  }
+
+  /** Decodes the deferred messages whose tenant is now known, dead-letters the others. */
+  resolve(knows: (apiKeyId: string) => boolean): void {
+    for (const { m, apiKeyId, event } of this.unresolved.splice(0)) {
+      this.bytes -= m.data.length;
+      if (knows(apiKeyId)) this.decode(m, apiKeyId, event);
+      else this.reject(m, `unknown APIKeyID ${apiKeyId} in subject ${m.subject}`, apiKeyId);
+    }
+  }
+
+  #refuse(m: JsMsg, reason: string, apiKeyId: string | null): void {
     this.letters.push(natsDeadLetter(m, reason, apiKeyId));
     this.poison.push(m);
   }
@@ -55,5 +79,6 @@ export class IngestBatch {
     for (const l of other.letters) this.letters.push(l);
     for (const m of other.poison) this.poison.push(m);
     for (const u of other.unresolved) this.unresolved.push(u);
+    this.bytes += other.bytes;
   }
 }

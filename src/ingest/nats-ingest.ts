@@ -21,6 +21,12 @@ export interface NatsIngestOptions extends ConsumerSettings {
   maxBatchRows?: number;
   /** Messages held (received, not yet acked) at most; past it pulling stops (default `maxAckPending`). */
   maxHeld?: number;
+  /** A batch is sealed once its messages reach this many bytes, as at `batchSize` messages (default: no bound). */
+  batchBytes?: number;
+  /** Queued batches are written together up to this many bytes (default `batchBytes`). */
+  maxBatchBytes?: number;
+  /** Bytes of held messages at most; past it pulling stops until half are let go (default: no bound). */
+  maxHeldBytes?: number;
   /** How long stop() waits for batches being written (default 10 s); their messages are redelivered. */
   stopTimeoutMs?: number;
 }
@@ -37,7 +43,7 @@ export interface IngestStats {
 
 /**
  * The NATS ingest loop: a durable pull consumer whose messages are decoded as they arrive and
- * gathered into batches (up to `batchSize`, or `batchWaitMs` after the first); each batch is
+ * gathered into batches (up to `batchSize` or `batchBytes`, or `batchWaitMs` after the first); each batch is
  * written in one transaction and only then acked. While the writers are busy, sealed batches
  * queue up, and a free writer takes several of them at once (up to `maxBatchRows`): a backlog is
  * written in larger transactions. Poison messages are dead-lettered and termed; when Postgres is
@@ -48,6 +54,8 @@ export class NatsIngest {
   readonly stats: IngestStats = { received: 0, stored: 0, duplicates: 0, deadLettered: 0, failedBatches: 0, redeliveriesSkipped: 0 };
   readonly #subjects: SubjectParser;
   readonly #maxBatchRows: number;
+  readonly #batchBytes: number;
+  readonly #maxBatchBytes: number;
   readonly #held: HeldMessages;
   #touch: NodeJS.Timeout | null = null;
   #messages: ConsumerMessages | null = null;
@@ -70,13 +78,25 @@ export class NatsIngest {
   ) {
     this.#subjects = new SubjectParser(opts.subjectPrefix);
     this.#maxBatchRows = opts.maxBatchRows ?? opts.batchSize;
+    this.#batchBytes = opts.batchBytes ?? Number.POSITIVE_INFINITY;
+    this.#maxBatchBytes = opts.maxBatchBytes ?? this.#batchBytes;
     const maxHeld = Math.max(opts.maxHeld ?? opts.maxAckPending, opts.batchSize);
-    this.#held = new HeldMessages(maxHeld, Math.max(1, Math.floor(maxHeld / 2)));
+    this.#held = new HeldMessages(maxHeld, Math.max(1, Math.floor(maxHeld / 2)), opts.maxHeldBytes ?? Number.POSITIVE_INFINITY);
   }
 
   /** Messages received and not yet acked, nak'ed or termed. */
   get held(): number {
     return this.#held.size;
+  }
+
+  /** Bytes of the held messages' data. */
+  get heldBytes(): number {
+    return this.#held.bytes;
+  }
+
+  /** Whether a queued batch may join the one a writer takes: rows and bytes both within their bounds. */
+  #fits(batch: IngestBatch, next: IngestBatch): boolean {
+    return batch.size + next.size <= this.#maxBatchRows && batch.bytes + next.bytes <= this.#maxBatchBytes;
   }
 
   /** Whether the consumer is being read: false from a failed consume (stream or consumer gone, NATS away) until one starts again. */
@@ -179,13 +199,13 @@ export class NatsIngest {
       const subject = this.#subjects.parse(m.subject);
       if (!subject.ok) batch.reject(m, subject.reason, null);
       else if (this.tenants.knows(subject.apiKeyId)) batch.decode(m, subject.apiKeyId, subject.event);
-      else batch.unresolved.push({ m, apiKeyId: subject.apiKeyId, event: subject.event });
+      else batch.defer(m, subject.apiKeyId, subject.event);
     } catch (err) {
       this.log.error({ err: describeError(err) }, 'could not take a NATS message; it will be redelivered');
       this.#held.release([m]);
     }
     if (this.#held.full) void this.#messages?.close();
-    if (batch.size >= this.opts.batchSize) this.#seal();
+    if (batch.size >= this.opts.batchSize || batch.bytes >= this.#batchBytes) this.#seal();
     else this.#timer ??= setTimeout(() => this.#seal(), this.opts.batchWaitMs);
   }
 
@@ -203,7 +223,7 @@ export class NatsIngest {
   #pump(): void {
     while (this.#inFlight.size < this.opts.pipeline && this.#queue.length > 0) {
       const batch = this.#queue.shift() as IngestBatch;
-      while (this.#queue.length > 0 && batch.size + (this.#queue[0] as IngestBatch).size <= this.#maxBatchRows) batch.absorb(this.#queue.shift() as IngestBatch);
+      while (this.#queue.length > 0 && this.#fits(batch, this.#queue[0] as IngestBatch)) batch.absorb(this.#queue.shift() as IngestBatch);
       const job: Promise<void> = this.#process(batch).finally(() => {
         this.#held.release(batch.messages());
         this.#inFlight.delete(job);
@@ -243,10 +263,7 @@ export class NatsIngest {
   async #resolveTenants(batch: IngestBatch): Promise<void> {
     if (batch.unresolved.length === 0) return;
     await this.tenants.ensureLoaded(batch.unresolved.map((u) => u.apiKeyId));
-    for (const { m, apiKeyId, event } of batch.unresolved.splice(0)) {
-      if (this.tenants.knows(apiKeyId)) batch.decode(m, apiKeyId, event);
-      else batch.reject(m, `unknown APIKeyID ${apiKeyId} in subject ${m.subject}`, apiKeyId);
-    }
+    batch.resolve((apiKeyId) => this.tenants.knows(apiKeyId));
   }
 }
 

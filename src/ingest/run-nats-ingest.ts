@@ -5,7 +5,11 @@ import { connectNats } from './nats-connect.js';
 import { type IngestStats, NatsIngest, type NatsIngestOptions } from './nats-ingest.js';
 import { TenantDirectory } from './tenants.js';
 
-/** The ingest settings from the configuration (a pipeline of two batches per worker; a backlog in up to four batches at once). */
+/**
+ * The ingest settings from the configuration: a pipeline of two batches per worker; a backlog in
+ * up to four batches at once; at most eight batches' worth of messages held per worker, in count
+ * and in bytes (so 1 MiB events cannot pile up gigabytes while Postgres is slow).
+ */
 export function natsIngestOptions(config: Config): NatsIngestOptions {
   if (config.nats === null) throw new Error('NATS is not configured');
   return {
@@ -15,9 +19,12 @@ export function natsIngestOptions(config: Config): NatsIngestOptions {
     ackWaitMs: config.ingest.ackWaitMs,
     maxAckPending: config.ingest.batchSize * 8 * config.ingest.workers,
     batchSize: config.ingest.batchSize,
+    batchBytes: config.ingest.batchBytes,
     batchWaitMs: config.ingest.batchWaitMs,
     pipeline: 2,
     maxBatchRows: config.ingest.batchSize * 4,
+    maxBatchBytes: config.ingest.batchBytes * 4,
+    maxHeldBytes: config.ingest.batchBytes * 8,
   };
 }
 

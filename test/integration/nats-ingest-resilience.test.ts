@@ -2,6 +2,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { type JetStreamClient, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { type NatsConnection, connect } from '@nats-io/transport-node';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NatsIngest, type NatsIngestOptions } from '../../src/ingest/nats-ingest.js';
@@ -96,6 +97,38 @@ describe('NATS ingest while Postgres hangs', () => {
     expect(peak).toBeLessThanOrEqual(500);
   });
 
+  it('holds at most maxHeldBytes of large events, and writes them in transactions bounded in bytes', { timeout: 60_000 }, async () => {
+    // 60 events of about 300 kB: 18 MB, well within the count bounds (batches of 100, 500 held).
+    const size = 300_000;
+    const ingest = await startIngest({ maxAckPending: 100_000, maxHeld: 500, batchBytes: 1_000_000, maxBatchBytes: 2_000_000, maxHeldBytes: 3_000_000 });
+    const lock = await lockEvents();
+    let peak = 0;
+    const sampler = setInterval(() => (peak = Math.max(peak, ingest.heldBytes)), 5);
+    try {
+      const acks = [];
+      for (let i = 0; i < 60; i++) {
+        const text = `{"event":"open","time":${1_700_000_000 + i},"MessageID":${20_000 + i},"email":"big${i}@example.com","EventID":"big-${i}","note":"${'x'.repeat(size)}"}`;
+        acks.push(js.publish(t.subject(t.key.APIKeyID, 'open'), text));
+      }
+      await Promise.all(acks);
+      await waitFor('the held bytes at their bound', async () => ingest.heldBytes >= 3_000_000);
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(ingest.stats.stored).toBe(0);
+    } finally {
+      await lock.release();
+    }
+    await waitFor('every large event stored', async () => (await storedWithTag('big')) === 60, 30_000);
+    clearInterval(sampler);
+    // The message that crosses the bound is the last taken.
+    expect(peak).toBeGreaterThanOrEqual(3_000_000);
+    expect(peak).toBeLessThan(3_000_000 + size + 1000);
+    // One transaction per write: a sealed batch stops at the message that reaches 1 MB (4 of
+    // these), and queued batches join only within 2 MB (6 of these).
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM events WHERE event_id LIKE 'big-%' GROUP BY xmin::text`.execute(t.db.kysely);
+    expect(Math.max(...rows.map((r) => r.n))).toBeLessThanOrEqual(6);
+    expect(rows.reduce((n, r) => n + r.n, 0)).toBe(60);
+  });
+
   it('stop() returns while a write hangs, and the unacked events are stored by the next ingest', { timeout: 60_000 }, async () => {
     const first = await startIngest({ stopTimeoutMs: 1000 });
     const lock = await lockEvents();
@@ -109,7 +142,7 @@ describe('NATS ingest while Postgres hangs', () => {
     }
     await startIngest();
     await waitFor('every event stored once', async () => (await storedWithTag('stop')) === 50, 30_000);
-    expect(await countRows(t.db, 'events')).toBe(2050);
+    expect(await countRows(t.db, 'events')).toBe(2110);
   });
 });
 
