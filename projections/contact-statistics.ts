@@ -1,7 +1,8 @@
+import { maxId } from './kit/ids.js';
 import { API_KEY, bigints, col } from './kit/columns.js';
 import { DISTINCT_SUMS, distinctCounts } from './kit/distinct.js';
 import { messageFacts, otherValues } from './kit/message-facts.js';
-import { DISTINCT_SQL, disagreeSql, otherValuesSql, zerosSql } from './kit/sql.js';
+import { DISTINCT_SQL, disagreeSql, distinctWhereSql } from './kit/sql.js';
 import type { Group, Output, Projection } from './kit/types.js';
 
 /** A message named a recipient it does not count under: no counts, `messages` 0, `named` 1. */
@@ -10,9 +11,12 @@ const NAMED_ONLY = [...DISTINCT_SUMS.map(() => 0), 0, 1];
 /**
  * /contactstatistics: distinct-message counts per recipient (keyed by email; ContactID kept).
  *
- * `messages` counts the messages counted in a row, `named` those whose events name its address;
- * `contact_id` and `last_activity_at` are the largest among the latter (`otherValues` in
- * kit/message-facts.ts says why). The API lists the rows with `messages` > 0.
+ * `messages` counts the messages counted in a row, `named` those whose events carry its address.
+ * `contact_id` and `last_activity_at` are the largest ContactID and event time among the events
+ * that carry the address (for a message whose events agree on it, all of them): a message whose
+ * events give several addresses counts under the largest and leaves each of the others what its
+ * own events say (`otherValues` in kit/message-facts.ts says why). The API lists the rows with
+ * `messages` > 0.
  */
 export const contactStatistics: Projection = {
   name: 'contact-statistics',
@@ -31,17 +35,36 @@ export const contactStatistics: Projection = {
   project(group: Group, out: Output): void {
     const f = messageFacts(group);
     if (f.email === '') return;
-    const maxes = [f.contactId, f.lastActivity];
-    out.add('contact_stats', [f.apiKeyId, f.email], [...distinctCounts(f), 1, 1], maxes);
-    for (const other of otherValues(f, 'email')) out.add('contact_stats', [f.apiKeyId, other], NAMED_ONLY, maxes);
+    if (otherValues(f, 'email').length === 0) {
+      out.add('contact_stats', [f.apiKeyId, f.email], [...distinctCounts(f), 1, 1], [f.contactId, f.lastActivity]);
+      return;
+    }
+    const byAddress = new Map<string, { contactId: string; last: number }>();
+    for (const e of f.events) {
+      if (e.email === '') continue;
+      const a = byAddress.get(e.email);
+      if (a === undefined) byAddress.set(e.email, { contactId: e.contactId, last: e.time });
+      else {
+        a.contactId = maxId(a.contactId, e.contactId);
+        if (e.time > a.last) a.last = e.time;
+      }
+    }
+    for (const [email, a] of byAddress) {
+      out.add('contact_stats', [f.apiKeyId, email], email === f.email ? [...distinctCounts(f), 1, 1] : NAMED_ONLY, [a.contactId, a.last]);
+    }
   },
   sql: {
+    // Messages whose events agree on the address from their facts; the others address by address.
     contact_stats: `
       SELECT api_key_id, email, ${DISTINCT_SQL}, 1 AS messages, 1 AS named, contact_id, last_activity AS last_activity_at
-      FROM facts WHERE email <> ''
+      FROM facts f WHERE email <> '' AND NOT ${disagreeSql('email')}
       UNION ALL
-      SELECT f.api_key_id, n.email, ${zerosSql([...DISTINCT_SUMS, 'messages'])}, 1 AS named, f.contact_id, f.last_activity AS last_activity_at
-      FROM facts f CROSS JOIN LATERAL ${otherValuesSql('email')} n
-      WHERE ${disagreeSql('email')} AND n.email <> f.email`,
+      SELECT f.api_key_id, a.email, ${distinctWhereSql('a.email = f.email')}, (a.email = f.email)::int AS messages, 1 AS named,
+        a.contact_id, a.last_activity AS last_activity_at
+      FROM facts f CROSS JOIN LATERAL (
+        SELECT e.email, max(e.contact_id) AS contact_id, max(e.event_time) AS last_activity FROM log e
+        WHERE e.api_key_id = f.api_key_id AND e.message_id = f.message_id AND e.type <> 'campaign' AND e.email <> '' GROUP BY e.email
+      ) a
+      WHERE f.email <> '' AND ${disagreeSql('email')}`,
   },
 };

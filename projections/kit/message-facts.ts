@@ -222,21 +222,21 @@ const NO_VALUES: readonly string[] = [];
  * agree, as they normally do.
  *
  * Read models whose rows keep a one-way column (a campaign's first message time, a recipient's
- * last activity) give that column to every row the message's events name, not only the one it
- * counts in: a later event can move the message to another row (a larger campaign id), and a
- * minimum or maximum cannot be taken back from the row it leaves. Every row the message's events
- * name keeps its part, so the column depends only on the set of events (CONTRACT.md §2), and
- * such rows count no message of their own until one counts there (`messages` = 0; the API lists
- * only rows that count a message).
+ * last activity) also give a row that the message's events name but that it does not count in
+ * its part of that column: a later event can move the message to another row (a larger campaign
+ * id), and a minimum or maximum cannot be taken back from the row it leaves. The rows an event
+ * names only grow with the message's events, so each column depends only on the set of events
+ * (CONTRACT.md §2). Such rows count no message of their own until one counts there (`messages`
+ * 0; the API lists only rows that count a message). What part a row gets is each read model's
+ * (campaign-overview.ts, contact-statistics.ts, list-recipient-statistics.ts).
  */
 export function otherValues(f: MessageFacts, dim: 'campaignId' | 'listId' | 'email'): readonly string[] {
   const chosen = f[dim];
-  let out: string[] | null = null;
+  let seen: Set<string> | null = null;
   for (const e of f.events) {
     const v = e[dim];
     if (v === chosen || v === '' || v === '0') continue;
-    if (out === null) out = [v];
-    else if (!out.includes(v)) out.push(v);
+    (seen ??= new Set()).add(v);
   }
-  return out ?? NO_VALUES;
+  return seen === null ? NO_VALUES : [...seen];
 }

@@ -61,14 +61,17 @@ const OUTCOME_KINDS: Record<Outcome, string> = {
 const RANK_SQL = `CASE type ${Object.entries(PIPELINE_RANK).map(([type, rank]) => `WHEN '${type}' THEN ${rank}`).join(' ')} ELSE 0 END`;
 
 const ID_DIMS = ['campaign_id', 'contact_id', 'list_id', 'sender_id'];
+/** The dimensions whose disagreement the read models with one-way columns care about, with their "none". */
+const MIXED = [['campaign_id', '0'], ['list_id', '0'], ['email', "''"]] as const;
 const TEXT_DIMS = ['email', 'recipient_domain', 'esp', 'sender', 'sender_domain', 'custom_campaign'];
 
 /**
  * `facts`: {@link MessageFacts} of every message in `log`, one row each:
  * - `campaign_id`, `contact_id`, `list_id`, `sender_id` (0: none), `email`, `recipient_domain`,
  *   `esp`, `sender`, `sender_domain`, `custom_campaign` ('': none): the largest value its events carry;
- * - `lo_campaign_id`, `lo_list_id`, `lo_email`: the smallest non-empty one (null: none), which
- *   differs from the largest only for a message whose events disagree ({@link otherValuesSql});
+ * - `mixed_campaign_id`, `mixed_list_id`, `mixed_email`: whether its events give that dimension
+ *   more than one non-empty value (a column, not an expression, so that the planner has its
+ *   statistics: few messages have one, and {@link otherValuesSql} looks each of them up);
  * - `message_time`: smallest time of its delivery events (null: not processed);
  * - `last_activity`: largest event time; `events`: how many it has;
  * - per outcome `t_<outcome>`, the time of its first event (null: none), and for those counted
@@ -81,8 +84,7 @@ export const FACTS_SELECT = `
   SELECT api_key_id, message_id,
     ${ID_DIMS.map((c) => `coalesce(max(${c}), 0) AS ${c}`).join(', ')},
     ${TEXT_DIMS.map((c) => `coalesce(max(${c} COLLATE "C"), '') AS ${c}`).join(', ')},
-    min(campaign_id) FILTER (WHERE campaign_id <> 0) AS lo_campaign_id, min(list_id) FILTER (WHERE list_id <> 0) AS lo_list_id,
-    min(email COLLATE "C") FILTER (WHERE email <> '') AS lo_email,
+    ${MIXED.map(([c, none]) => `coalesce(min(${c}) FILTER (WHERE ${c} <> ${none}) <> max(${c}), false) AS mixed_${c}`).join(', ')},
     min(event_time) FILTER (WHERE kind BETWEEN 1 AND 6) AS message_time,
     max(event_time) AS last_activity,
     count(*)::int AS events,
@@ -119,21 +121,28 @@ export const hasSql = (o: Outcome): string => `(${tOf(o)} IS NOT NULL)::int`;
 /** 1 when the message is processed (has a message time). */
 export const PROCESSED_SQL = '(message_time IS NOT NULL)::int';
 
+/** The distinct-message counts of `DISTINCT_SUMS` (distinct.ts): each one's expression over `facts` and its column. */
+const DISTINCT_PARTS: readonly (readonly [string, string])[] = [
+  [PROCESSED_SQL, 'processed'],
+  [hasSql('queued'), 'queued'],
+  [hasSql('sent'), 'delivered'],
+  [hasSql('deferred'), 'deferred'],
+  [hasSql('bounced'), 'bounced'],
+  [hasSql('hardBounced'), 'hard_bounced'],
+  [hasSql('softBounced'), 'soft_bounced'],
+  [hasSql('blocked'), 'blocked'],
+  [hasSql('opened'), 'opened'],
+  [hasSql('clicked'), 'clicked'],
+  [hasSql('spam'), 'spam'],
+  [hasSql('unsub'), 'unsub'],
+];
+
 /** The distinct-message counts of `DISTINCT_SUMS` (distinct.ts), named as its columns. */
-export const DISTINCT_SQL = [
-  `${PROCESSED_SQL} AS processed`,
-  `${hasSql('queued')} AS queued`,
-  `${hasSql('sent')} AS delivered`,
-  `${hasSql('deferred')} AS deferred`,
-  `${hasSql('bounced')} AS bounced`,
-  `${hasSql('hardBounced')} AS hard_bounced`,
-  `${hasSql('softBounced')} AS soft_bounced`,
-  `${hasSql('blocked')} AS blocked`,
-  `${hasSql('opened')} AS opened`,
-  `${hasSql('clicked')} AS clicked`,
-  `${hasSql('spam')} AS spam`,
-  `${hasSql('unsub')} AS unsub`,
-].join(', ');
+export const DISTINCT_SQL = DISTINCT_PARTS.map(([expr, name]) => `${expr} AS ${name}`).join(', ');
+
+/** The same counts where `condition` holds (the row the message counts in), zeros elsewhere (rows it only names). */
+export const distinctWhereSql = (condition: string): string =>
+  DISTINCT_PARTS.map(([expr, name]) => `CASE WHEN ${condition} THEN ${expr} ELSE 0 END AS ${name}`).join(', ');
 
 /** The message dimensions of `DIM_COLUMNS`, from `facts` aliased `alias`. */
 export const dimsSql = (alias: string): string =>
@@ -159,13 +168,14 @@ export const RESOLUTIONS_SQL = `(VALUES ${RESOLUTIONS.map((r) => `('${r.code}', 
  * Every non-empty value the events of the message in `facts` row `f` give a dimension, each once,
  * as a subquery for `LATERAL` (`otherValues` in message-facts.ts gives those but the largest).
  * Only worth reading for a message whose events disagree on it ({@link disagreeSql}): one look
- * up the log's (tenant, message) index each.
+ * up the log's (tenant, message) index each. (contact-statistics.ts and
+ * list-recipient-statistics.ts look up more than the values, in the same way.)
  */
 export const otherValuesSql = (column: 'campaign_id' | 'list_id' | 'email'): string =>
   `(SELECT DISTINCT e.${column} FROM log e WHERE e.api_key_id = f.api_key_id AND e.message_id = f.message_id AND e.type <> 'campaign' AND e.${column} <> ${column === 'email' ? "''" : '0'})`;
 
 /** Whether the events of the message in `facts` row `f` give a dimension more than one value. */
-export const disagreeSql = (column: 'campaign_id' | 'list_id' | 'email'): string => `f.lo_${column} <> f.${column}`;
+export const disagreeSql = (column: 'campaign_id' | 'list_id' | 'email'): string => `f.mixed_${column}`;
 
 /** Zeros named as columns: a contribution that only names a row. */
 export const zerosSql = (columns: readonly string[]): string => columns.map((c) => `0 AS ${c}`).join(', ');

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { TableSpec } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
-import { SHADOW } from './tables.js';
+import { allColumns, SHADOW } from './tables.js';
 
 /** Rows only in the live table and only in the rebuilt one; where there are any, a few of each (`samples`). */
 export interface TableDifference {
@@ -18,7 +18,9 @@ export async function compareWithLive(db: Db, tables: readonly TableSpec[]): Pro
   const differences: Record<string, TableDifference> = {};
   for (const t of tables) {
     const shadow = t.name + SHADOW;
-    const only = (a: string, b: string) => `SELECT * FROM ${a} EXCEPT ALL SELECT * FROM ${b}`;
+    // By the spec's columns, not `*`: a live table a migration added columns to has them in another order.
+    const columns = allColumns(t).map((c) => c.name).join(', ');
+    const only = (a: string, b: string) => `SELECT ${columns} FROM ${a} EXCEPT ALL SELECT ${columns} FROM ${b}`;
     const count = async (a: string, b: string) => {
       const { rows } = await sql<{ n: bigint }>`SELECT count(*) AS n FROM (${sql.raw(only(a, b))}) d`.execute(db.kysely);
       return Number(rows[0]?.n ?? 0);

@@ -116,7 +116,7 @@ export function campaignConditions(apiKeyId: string, q: CampaignFilterValues, op
   const campaigns = sql`t.campaign_id IN (
       SELECT s.campaign_id FROM campaign_stats s
       LEFT JOIN campaigns m ON m.api_key_id = s.api_key_id AND m.campaign_id = s.campaign_id
-      WHERE s.api_key_id = ${apiKeyId}::int8 AND ${sql.join(campaign, sql` AND `)})`;
+      WHERE s.api_key_id = ${apiKeyId}::int8 AND s.messages > 0 AND ${sql.join(campaign, sql` AND `)})`;
   const window = from !== undefined || to !== undefined;
   if (!campaignless || (window && options.perMessage !== true)) c.push(campaigns);
   else if (!window) c.push(sql`(t.campaign_id = 0 OR ${campaigns})`);

@@ -175,9 +175,9 @@ const lateAndDuplicate: Scenario = {
 
 // Tenants 107 and 108: the same events in two arrival orders. Message 7001's `sent` names
 // campaign 5, list 21 and ann; its `unsub` names campaign 7, list 22 and bob, so it counts in the
-// largest (7, 22, bob). Message 7002 counts in campaign 5, list 21, ann. The rows 7001's events
-// name but it does not count in keep its first message time, last activity, ContactID and
-// unsubscription (one-way columns), whichever event came first; they count no message of it.
+// largest (7, 22, bob). Message 7002 counts in campaign 5, list 21, ann. Campaign 5 keeps 7001's
+// message time; ann and (21, ann) keep what 7001's events that carry them say (its `sent`), and
+// none of its counts, whichever event came first.
 // list_recipient_id: stable id of 'list-recipient:<tenant>:<list>:<email>' (computed outside the code under test)
 const RECIPIENT_IDS: Record<string, Record<string, string>> = {
   '107': { '21 ann': '117451934931617', '21 bob': '70516617190017', '22 ann': '43332600662584', '22 bob': '182897310522513' },
@@ -192,7 +192,6 @@ function disagreeing(tenant: '107' | '108', movingEventFirst: boolean): Scenario
   const sent = m7('sent', 's', D0 + 1000, { email: ANN, mj_campaign_id: 5, mj_list_id: 21, mj_contact_id: 1001 });
   const unsub = m7('unsub', 'u', D0 + 6000, { email: BOB, mj_campaign_id: 7, mj_list_id: 22, mj_contact_id: 1002 });
   const id = (list: number, who: 'ann' | 'bob') => RECIPIENT_IDS[tenant]?.[`${list} ${who}`] ?? '';
-  const named = { messages: 0, named: 1, contact_id: 1002, last_activity_at: D0 + 6000, unsubscribed_at: D0 + 6000 };
   return {
     name: `one-way columns: a message whose events disagree on campaign, list and address, the event that moves it arriving ${movingEventFirst ? 'first' : 'last'}`,
     tenant,
@@ -227,17 +226,15 @@ function disagreeing(tenant: '107' | '108', movingEventFirst: boolean): Scenario
           {
             table: 'contact_stats',
             rows: [
-              { email: ANN, processed: 1, delivered: 1, messages: 1, named: 2, contact_id: 1002, last_activity_at: D0 + 6000 },
+              { email: ANN, processed: 1, delivered: 1, messages: 1, named: 2, contact_id: 1001, last_activity_at: D0 + 5000 },
               { email: BOB, processed: 1, delivered: 1, unsub: 1, messages: 1, named: 1, contact_id: 1002, last_activity_at: D0 + 6000 },
             ],
           },
           {
             table: 'list_recipient_stats',
             rows: [
-              { list_id: 21, email: ANN, processed: 1, delivered: 1, messages: 1, named: 2, list_recipient_id: id(21, 'ann'), contact_id: 1002, last_activity_at: D0 + 6000, unsubscribed_at: D0 + 6000 },
+              { list_id: 21, email: ANN, processed: 1, delivered: 1, messages: 1, named: 2, list_recipient_id: id(21, 'ann'), contact_id: 1001, last_activity_at: D0 + 5000, unsubscribed_at: null },
               { list_id: 22, email: BOB, processed: 1, delivered: 1, unsub: 1, messages: 1, named: 1, list_recipient_id: id(22, 'bob'), contact_id: 1002, last_activity_at: D0 + 6000, unsubscribed_at: D0 + 6000 },
-              { list_id: 21, email: BOB, list_recipient_id: id(21, 'bob'), ...named },
-              { list_id: 22, email: ANN, list_recipient_id: id(22, 'ann'), ...named },
             ],
           },
         ],
@@ -246,4 +243,36 @@ function disagreeing(tenant: '107' | '108', movingEventFirst: boolean): Scenario
   };
 }
 
-export const TRAP_SCENARIOS: readonly Scenario[] = [messageTimeMoves, lateAndDuplicate, disagreeing('107', false), disagreeing('108', true)];
+// Tenant 109: message 7101's `sent` carries list 32 and ann, its `open` list 31 and bob. It counts
+// under (32, bob), a pair no event of it carries: that row gets its counts alone; (32, ann) and
+// (31, bob) get what their events say.
+const m9 = message('7101', {});
+const unpaired: Scenario = {
+  name: 'one-way columns: a message counted under a list and an address no single event of it carries together',
+  tenant: '109',
+  steps: [
+    {
+      append: [m9('sent', 's', D0 + 100, { email: ANN, mj_list_id: 32, mj_contact_id: 2001 }), m9('open', 'o', D0 + 700, { email: BOB, mj_list_id: 31, mj_contact_id: 2002 })],
+      then: [
+        {
+          table: 'contact_stats',
+          rows: [
+            { email: BOB, processed: 1, delivered: 1, opened: 1, messages: 1, named: 1, contact_id: 2002, last_activity_at: D0 + 700 },
+            { email: ANN, messages: 0, named: 1, contact_id: 2001, last_activity_at: D0 + 100 },
+          ],
+        },
+        {
+          table: 'list_recipient_stats',
+          rows: [
+            // list_recipient_id: stable id of 'list-recipient:109:<list>:<email>' (computed outside the code under test)
+            { list_id: 32, email: BOB, processed: 1, delivered: 1, opened: 1, messages: 1, named: 0, list_recipient_id: '35141076403261', contact_id: null, last_activity_at: null, unsubscribed_at: null },
+            { list_id: 32, email: ANN, messages: 0, named: 1, list_recipient_id: '278165792245447', contact_id: 2001, last_activity_at: D0 + 100, unsubscribed_at: null },
+            { list_id: 31, email: BOB, messages: 0, named: 1, list_recipient_id: '158687435263868', contact_id: 2002, last_activity_at: D0 + 700, unsubscribed_at: null },
+          ],
+        },
+      ],
+    },
+  ],
+};
+
+export const TRAP_SCENARIOS: readonly Scenario[] = [messageTimeMoves, lateAndDuplicate, disagreeing('107', false), disagreeing('108', true), unpaired];
