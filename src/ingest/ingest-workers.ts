@@ -19,8 +19,9 @@ const noStats = (): IngestStats => ({ received: 0, stored: 0, duplicates: 0, dea
  *
  * A worker that dies (an uncaught error, its thread terminated) is started again after a delay,
  * doubling while it keeps dying; meanwhile `consuming` is false. Nothing is lost: the messages it
- * held were not acked, and NATS redelivers them to the other workers or to its successor. Its
- * counters are kept in the totals.
+ * held were not acked, and NATS redelivers them to the other workers or to its successor. The
+ * counters it last reported (each worker reports every second) stay in the totals; what it
+ * counted after that report is gone with it.
  */
 export class IngestWorkers {
   readonly #workers: Worker[] = [];
@@ -74,7 +75,8 @@ export class IngestWorkers {
     let started = false;
     this.#workers[index] = worker;
     this.#stats[index] = noStats();
-    this.#consuming[index] = true;
+    // Not consuming until it says it started (a start that hangs is not reported as consuming).
+    this.#consuming[index] = false;
     worker.on('message', (m: { type: string; stats?: IngestStats; consuming?: boolean }) => {
       if (m.stats !== undefined) this.#stats[index] = m.stats;
       if (m.consuming !== undefined) this.#consuming[index] = m.consuming;
@@ -90,6 +92,7 @@ export class IngestWorkers {
         if (m.type !== 'started') return;
         worker.off('message', onMessage);
         started = true;
+        this.#consuming[index] = true;
         resolve();
       };
       worker.on('message', onMessage);
@@ -113,6 +116,7 @@ export class IngestWorkers {
       if (this.#stopping) return;
       this.#startOne(index).then(
         () => {
+          if (this.#stopping) return;
           this.restarts += 1;
           this.log.info({ worker: index }, 'ingest worker started again');
         },
