@@ -55,7 +55,7 @@ const envSchema = z.object({
   PG_POOL_SIZE: int(2, 200).default(10),
   INGEST_BATCH_SIZE: int(1, 10_000).default(2000),
   INGEST_BATCH_WAIT_MS: int(0, 10_000).default(5),
-  INGEST_BATCH_BYTES: int(1_048_576, 268_435_456).default(8_388_608),
+  INGEST_BATCH_BYTES: int(65_536, 268_435_456).default(8_388_608),
   INGEST_ACK_WAIT_MS: int(1000, 3_600_000).default(30_000),
   INGEST_WORKERS: int(1, 64).default(1),
   SHUTDOWN_TIMEOUT_MS: int(1000, 600_000).default(30_000),

@@ -92,7 +92,7 @@ export class IngestWorkers {
         if (m.type !== 'started') return;
         worker.off('message', onMessage);
         started = true;
-        this.#consuming[index] = true;
+        if (!this.#stopping) this.#consuming[index] = true;
         resolve();
       };
       worker.on('message', onMessage);

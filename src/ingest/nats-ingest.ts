@@ -25,8 +25,6 @@ export interface NatsIngestOptions extends ConsumerSettings {
   batchBytes?: number;
   /** Queued batches are written together up to this many bytes (default `batchBytes`). */
   maxBatchBytes?: number;
-  /** Bytes of held messages at most; past it pulling stops until half are let go (default: no bound). */
-  maxHeldBytes?: number;
   /** How long stop() waits for batches being written (default 10 s); their messages are redelivered. */
   stopTimeoutMs?: number;
 }
@@ -42,10 +40,8 @@ export interface IngestStats {
 }
 
 /**
- * The NATS ingest loop: a durable pull consumer, pulled one request at a time for no more messages
- * than there is room for among the held ones (in number, and in bytes at the size seen so far), so
- * every message a pull brings is taken. Messages are decoded as they arrive and gathered into
- * batches (up to `batchSize` or `batchBytes`, or `batchWaitMs` after the first); each batch is
+ * The NATS ingest loop: a durable pull consumer whose messages are decoded as they arrive and
+ * gathered into batches (up to `batchSize` or `batchBytes`, or `batchWaitMs` after the first); each batch is
  * written in one transaction and only then acked. While the writers are busy, sealed batches
  * queue up, and a free writer takes several of them at once (up to `maxBatchRows`): a backlog is
  * written in larger transactions. Poison messages are dead-lettered and termed; when Postgres is
@@ -70,9 +66,6 @@ export class NatsIngest {
   #consumerCreated: string | null = null;
   #loop: Promise<void> | null = null;
   #consecutiveFailures = 0;
-  /** Average size of the messages received (moving), to size the pulls; 0 before the first. */
-  #averageBytes = 0;
-  #lastBytes = 0;
 
   constructor(
     private readonly nc: NatsConnection,
@@ -86,37 +79,12 @@ export class NatsIngest {
     this.#batchBytes = opts.batchBytes ?? Number.POSITIVE_INFINITY;
     this.#maxBatchBytes = opts.maxBatchBytes ?? this.#batchBytes;
     const maxHeld = Math.max(opts.maxHeld ?? opts.maxAckPending, opts.batchSize);
-    this.#held = new HeldMessages(maxHeld, Math.max(1, Math.floor(maxHeld / 2)), opts.maxHeldBytes ?? Number.POSITIVE_INFINITY);
+    this.#held = new HeldMessages(maxHeld, Math.max(1, Math.floor(maxHeld / 2)));
   }
 
   /** Messages received and not yet acked, nak'ed or termed. */
   get held(): number {
     return this.#held.size;
-  }
-
-  /** Bytes of the held messages' data. */
-  get heldBytes(): number {
-    return this.#held.bytes;
-  }
-
-  /**
-   * Messages one pull asks for: twice a batch, or as many as there is room for among the held
-   * ones, in number and (at the average size seen) in bytes, and no more than PULL_BYTES: a pull
-   * that brought more than the client may buffer would get it dropped as a slow consumer, and its
-   * acks lost.
-   */
-  #pullSize(): number {
-    const bytes = Math.min(PULL_BYTES, this.#held.byteLimit - this.#held.bytes);
-    // Before any message is seen, one: the next pull knows their size.
-    if (this.#averageBytes === 0 && Number.isFinite(bytes)) return 1;
-    const n = Math.min(this.opts.batchSize * 2, this.#held.limit - this.#held.size, Math.floor(bytes / Math.max(this.#averageBytes, this.#lastBytes)));
-    return Math.max(1, n);
-  }
-
-  /** A message's size, into the moving average (and the last size: a run of large events shrinks the next pull at once). */
-  #sizeSeen(bytes: number): void {
-    this.#averageBytes = this.#averageBytes === 0 ? bytes : this.#averageBytes * 0.9 + bytes * 0.1;
-    this.#lastBytes = bytes;
   }
 
   /** Whether a queued batch may join the one a writer takes: rows and bytes both within their bounds. */
@@ -188,17 +156,14 @@ export class NatsIngest {
       if (this.#stopping) break;
       try {
         consumer ??= await this.#openConsumer();
-        // One pull at a time, of no more than there is room for: every message it brings is
-        // taken, and none waits for ack_wait because a pull was cut short. A deleted stream or
-        // consumer ends the pull with an error.
-        const messages = await consumer.fetch({ max_messages: this.#pullSize(), expires: PULL_EXPIRES_MS });
+        // A deleted stream or consumer ends consume() with an error instead of a silent retry.
+        const messages = await consumer.consume({ max_messages: this.opts.batchSize * 2, abort_on_missing_resource: true, callback: (m) => this.#receive(m) });
         this.#messages = messages;
         this.#consuming = true;
-        if (this.#stopping) await messages.close();
-        for await (const m of messages) this.#receive(m);
+        failures = 0;
+        if (this.#stopping || this.#held.full) await messages.close();
         const err = await messages.closed();
         if (err instanceof Error && !this.#stopping) throw err;
-        failures = 0;
       } catch (err) {
         this.#consuming = false;
         if (this.#stopping) break;
@@ -212,13 +177,17 @@ export class NatsIngest {
 
   /** Called by the NATS client for each message, in order: decode now, write later. Never throws. */
   #receive(m: JsMsg): void {
+    if (this.#held.full) {
+      // Not taken: JetStream redelivers it after ack_wait.
+      void this.#messages?.close();
+      return;
+    }
     if (!this.#held.take(m)) {
       this.stats.redeliveriesSkipped++;
       return;
     }
     const batch = this.#batch;
     this.stats.received++;
-    this.#sizeSeen(m.data.length);
     try {
       const subject = this.#subjects.parse(m.subject);
       if (!subject.ok) batch.reject(m, subject.reason, null);
@@ -228,6 +197,7 @@ export class NatsIngest {
       this.log.error({ err: describeError(err) }, 'could not take a NATS message; it will be redelivered');
       this.#held.release([m]);
     }
+    if (this.#held.full) void this.#messages?.close();
     if (batch.size >= this.opts.batchSize || batch.bytes >= this.#batchBytes) this.#seal();
     else this.#timer ??= setTimeout(() => this.#seal(), this.opts.batchWaitMs);
   }
@@ -291,13 +261,3 @@ export class NatsIngest {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/**
- * Bytes one pull may bring at most: half what a NATS server lets pile up for a client before it
- * drops it as a slow consumer (64 MiB by default). The pull asks for as many messages as fit at the
- * average size seen so far.
- */
-const PULL_BYTES = 32 * 1024 * 1024;
-
-/** How long a pull waits for messages when the stream has none. */
-const PULL_EXPIRES_MS = 5000;

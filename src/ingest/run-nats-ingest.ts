@@ -7,8 +7,7 @@ import { TenantDirectory } from './tenants.js';
 
 /**
  * The ingest settings from the configuration: a pipeline of two batches per worker; a backlog in
- * up to four batches at once; at most eight batches' worth of messages held per worker, in count
- * and in bytes (so 1 MiB events cannot pile up gigabytes while Postgres is slow).
+ * up to four batches at once (in messages and in bytes); at most eight batches of messages held.
  */
 export function natsIngestOptions(config: Config): NatsIngestOptions {
   if (config.nats === null) throw new Error('NATS is not configured');
@@ -24,7 +23,6 @@ export function natsIngestOptions(config: Config): NatsIngestOptions {
     pipeline: 2,
     maxBatchRows: config.ingest.batchSize * 4,
     maxBatchBytes: config.ingest.batchBytes * 4,
-    maxHeldBytes: config.ingest.batchBytes * 8,
   };
 }
 

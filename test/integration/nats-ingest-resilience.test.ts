@@ -97,13 +97,11 @@ describe('NATS ingest while Postgres hangs', () => {
     expect(peak).toBeLessThanOrEqual(500);
   });
 
-  it('holds at most maxHeldBytes of large events, pulling no more than there is room for, and writes them in transactions bounded in bytes', { timeout: 60_000 }, async () => {
-    // 60 events of about 300 kB: 18 MB, well within the count bounds (batches of 100, 500 held).
+  it('writes a backlog of large events in transactions bounded in bytes', { timeout: 60_000 }, async () => {
+    // 60 events of about 300 kB: 18 MB, well within the count bounds (batches of 100).
     const size = 300_000;
-    const ingest = await startIngest({ maxAckPending: 100_000, maxHeld: 500, batchBytes: 1_000_000, maxBatchBytes: 2_000_000, maxHeldBytes: 3_000_000 });
+    const ingest = await startIngest({ maxAckPending: 100_000, maxHeld: 500, batchBytes: 1_000_000, maxBatchBytes: 2_000_000 });
     const lock = await lockEvents();
-    let peak = 0;
-    const sampler = setInterval(() => (peak = Math.max(peak, ingest.heldBytes)), 5);
     try {
       const acks = [];
       for (let i = 0; i < 60; i++) {
@@ -111,21 +109,12 @@ describe('NATS ingest while Postgres hangs', () => {
         acks.push(js.publish(t.subject(t.key.APIKeyID, 'open'), text));
       }
       await Promise.all(acks);
-      // Pulls are sized by the room left: the held ones fill past half the bound (where pulling
-      // resumes) and stay within it while every write waits.
-      await waitFor('the held bytes past half their bound', async () => ingest.heldBytes >= 1_500_000);
-      await new Promise((r) => setTimeout(r, 1000));
-      expect(ingest.stats.stored).toBe(0);
-      expect(ingest.heldBytes).toBeLessThanOrEqual(3_000_000);
+      // Every write waits behind the lock while the batches queue up.
+      await waitFor('the events taken', async () => ingest.stats.received === 60);
     } finally {
       await lock.release();
     }
     await waitFor('every large event stored', async () => (await storedWithTag('big')) === 60, 30_000);
-    clearInterval(sampler);
-    expect(peak).toBeGreaterThanOrEqual(1_500_000);
-    expect(peak).toBeLessThanOrEqual(3_000_000);
-    // Every message taken was written: none waited for ack_wait (3 s here) to come again.
-    expect(ingest.stats.redeliveriesSkipped).toBe(0);
     // One transaction per write: a sealed batch stops at the message that reaches 1 MB (4 of
     // these), and queued batches join only within 2 MB (6 of these).
     const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM events WHERE event_id LIKE 'big-%' GROUP BY xmin::text`.execute(t.db.kysely);
