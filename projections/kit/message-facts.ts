@@ -21,7 +21,12 @@ export interface MessageFacts extends MessageDims {
   /** Largest event time. */
   readonly lastActivity: number;
   readonly events: readonly LogEvent[];
+  /** Whether its events give more than one non-empty campaign, list, address (see `otherValues`). */
+  readonly mixed: Readonly<Record<MixedDim, boolean>>;
 }
+
+/** The dimensions whose disagreement the read models with one-way columns look at. */
+type MixedDim = 'campaignId' | 'listId' | 'email';
 
 /** What a message is about: the same fields as on each of its events. */
 export type MessageDims = Pick<
@@ -154,8 +159,27 @@ function computeFacts(group: Group): MessageFacts {
   let customCampaign = '';
   let messageTime: number | null = null;
   let lastActivity = 0;
+  // The first non-empty value met of each, and whether another one follows.
+  let aCampaign = '0';
+  let aList = '0';
+  let anEmail = '';
+  let mixedCampaign = false;
+  let mixedList = false;
+  let mixedEmail = false;
   // Events arrive sorted by (time, eventId): the first of a kind is the first one met.
   for (const e of group.events) {
+    if (e.campaignId !== '0') {
+      if (aCampaign === '0') aCampaign = e.campaignId;
+      else if (e.campaignId !== aCampaign) mixedCampaign = true;
+    }
+    if (e.listId !== '0') {
+      if (aList === '0') aList = e.listId;
+      else if (e.listId !== aList) mixedList = true;
+    }
+    if (e.email !== '') {
+      if (anEmail === '') anEmail = e.email;
+      else if (e.email !== anEmail) mixedEmail = true;
+    }
     campaignId = maxId(campaignId, e.campaignId);
     contactId = maxId(contactId, e.contactId);
     listId = maxId(listId, e.listId);
@@ -191,6 +215,7 @@ function computeFacts(group: Group): MessageFacts {
     count,
     lastActivity,
     events: group.events,
+    mixed: { campaignId: mixedCampaign, listId: mixedList, email: mixedEmail },
   };
 }
 
@@ -230,7 +255,8 @@ const NO_VALUES: readonly string[] = [];
  * 0; the API lists only rows that count a message). What part a row gets is each read model's
  * (campaign-overview.ts, contact-statistics.ts, list-recipient-statistics.ts).
  */
-export function otherValues(f: MessageFacts, dim: 'campaignId' | 'listId' | 'email'): readonly string[] {
+export function otherValues(f: MessageFacts, dim: MixedDim): readonly string[] {
+  if (!f.mixed[dim]) return NO_VALUES;
   const chosen = f[dim];
   let seen: Set<string> | null = null;
   for (const e of f.events) {
