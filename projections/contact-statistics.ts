@@ -1,6 +1,6 @@
 import { maxId } from './kit/ids.js';
 import { API_KEY, bigints, col } from './kit/columns.js';
-import { DISTINCT_SUMS, distinctCounts } from './kit/distinct.js';
+import { countedHere, DISTINCT_SUMS } from './kit/distinct.js';
 import { messageFacts, otherValues } from './kit/message-facts.js';
 import { DISTINCT_SQL, disagreeSql, distinctWhereSql } from './kit/sql.js';
 import type { Group, Output, Projection } from './kit/types.js';
@@ -36,7 +36,7 @@ export const contactStatistics: Projection = {
     const f = messageFacts(group);
     if (f.email === '') return;
     if (otherValues(f, 'email').length === 0) {
-      out.add('contact_stats', [f.apiKeyId, f.email], [...distinctCounts(f), 1, 1], [f.contactId, f.lastActivity]);
+      out.add('contact_stats', [f.apiKeyId, f.email], countedHere(f), [f.contactId, f.lastActivity]);
       return;
     }
     const byAddress = new Map<string, { contactId: string; last: number }>();
@@ -50,7 +50,7 @@ export const contactStatistics: Projection = {
       }
     }
     for (const [email, a] of byAddress) {
-      out.add('contact_stats', [f.apiKeyId, email], email === f.email ? [...distinctCounts(f), 1, 1] : NAMED_ONLY, [a.contactId, a.last]);
+      out.add('contact_stats', [f.apiKeyId, email], email === f.email ? countedHere(f) : NAMED_ONLY, [a.contactId, a.last]);
     }
   },
   sql: {

@@ -1,5 +1,5 @@
 import { API_KEY, bigints, col } from './kit/columns.js';
-import { DISTINCT_SUMS, distinctCounts } from './kit/distinct.js';
+import { countedHere, DISTINCT_SUMS, distinctCounts } from './kit/distinct.js';
 import { maxId, stableId } from './kit/ids.js';
 import { messageFacts, otherValues } from './kit/message-facts.js';
 import { DISTINCT_SQL, disagreeSql, distinctWhereSql, stableIdSql, tOf, utf8 } from './kit/sql.js';
@@ -60,7 +60,7 @@ export const listRecipientStatistics: Projection = {
     if (f.listId === '0' || f.email === '') return;
     const id = (listId: string, email: string) => stableId(`list-recipient:${f.apiKeyId}:${listId}:${email}`);
     if (otherValues(f, 'listId').length === 0 && otherValues(f, 'email').length === 0) {
-      out.add('list_recipient_stats', [f.apiKeyId, f.listId, f.email], [...distinctCounts(f), 1, 1], [id(f.listId, f.email), f.contactId, f.lastActivity], [f.first.unsub?.time ?? null]);
+      out.add('list_recipient_stats', [f.apiKeyId, f.listId, f.email], countedHere(f), [id(f.listId, f.email), f.contactId, f.lastActivity], [f.first.unsub?.time ?? null]);
       return;
     }
     // The pairs events carry (list, address), and per address what its events with no list say.
@@ -87,7 +87,7 @@ export const listRecipientStatistics: Projection = {
       out.add(
         'list_recipient_stats',
         [f.apiKeyId, p.listId, p.email],
-        here ? [...distinctCounts(f), 1, 1] : NAMED_ONLY,
+        here ? countedHere(f) : NAMED_ONLY,
         [id(p.listId, p.email), n === undefined ? p.contactId : maxId(p.contactId, n.contactId), n === undefined ? p.last : Math.max(p.last, n.last)],
         [unsub],
       );

@@ -41,3 +41,10 @@ export function distinctCounts(f: MessageFacts): number[] {
     has(c.unsub),
   ];
 }
+
+/** `distinctCounts` followed by `messages` 1 and `named` 1: the row a message counts in (contact and list-recipient statistics). */
+export function countedHere(f: MessageFacts): number[] {
+  const counts = distinctCounts(f);
+  counts.push(1, 1);
+  return counts;
+}

@@ -33,17 +33,7 @@ function stringEnd(text: string, at: number): number {
 
 /** True when arrays and objects nest more than `max` deep (unterminated text: false, the parser refuses it). */
 export function nestedDeeperThan(text: string, max: number): boolean {
-  let depth = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === QUOTE) {
-      i = stringEnd(text, i);
-      if (i < 0) return false;
-    } else if (c === OPEN_BRACKET || c === OPEN_BRACE) {
-      if (++depth > max) return true;
-    } else if (c === CLOSE_BRACKET || c === CLOSE_BRACE) depth--;
-  }
-  return false;
+  return scanNumbersAndDepth(text, max).deeper;
 }
 
 /**
