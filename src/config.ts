@@ -77,6 +77,7 @@ const envSchema = z.object({
   API_CACHE_ENTRIES: int(0, 1_000_000).default(10_000),
   API_CACHE_TTL_MS: int(0, 3_600_000).default(5000),
   API_CACHE_MAX_MB: int(1, 65_536).default(64),
+  API_STATEMENT_TIMEOUT_MS: int(0, 3_600_000).default(30_000),
   MAILTALLY_API_KEY: z.string().min(1).optional(),
   MAILTALLY_SECRET_KEY: z.string().min(1).optional(),
   WEBHOOK_ALLOWLIST: allowList.default([]),
@@ -126,6 +127,8 @@ export interface Config {
     readonly cacheTtlMs: number;
     /** Characters of all kept answers together. */
     readonly cacheMaxBytes: number;
+    /** Postgres cancels an API request's statement past this (0 = never); the request gets a 503. */
+    readonly statementTimeoutMs: number;
   };
   readonly ingest: { readonly batchSize: number; readonly batchBytes: number; readonly batchWaitMs: number; readonly ackWaitMs: number; readonly workers: number };
   /** How long `serve` waits on SIGTERM for its roles to drain before it exits regardless. */
@@ -226,6 +229,7 @@ export function loadConfig(env: Env = process.env): Config {
       cacheEntries: e.API_CACHE_ENTRIES,
       cacheTtlMs: e.API_CACHE_TTL_MS,
       cacheMaxBytes: e.API_CACHE_MAX_MB * 1024 * 1024,
+      statementTimeoutMs: e.API_STATEMENT_TIMEOUT_MS,
     },
     ingest: { batchSize: e.INGEST_BATCH_SIZE, batchBytes: e.INGEST_BATCH_BYTES, batchWaitMs: e.INGEST_BATCH_WAIT_MS, ackWaitMs: e.INGEST_ACK_WAIT_MS, workers: e.INGEST_WORKERS },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,

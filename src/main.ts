@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
-import { type Db, connectDb } from './db/connect.js';
+import { type Db, connectDb, connectRequestPool } from './db/connect.js';
 import { startEmbeddedMaintenance } from './db/embedded-maintenance.js';
 import { migrateToLatest } from './db/migrate.js';
 import { withSchemaLock } from './db/schema-lock.js';
@@ -168,6 +168,14 @@ export async function startService(config: Config, roles: readonly Role[], log: 
         import('./webhooks/routes/openapi-paths.js'),
         import('./webhooks/routes/webhook-admin.js'),
       ]);
+      // Requests have a pool of their own, with a statement timeout (connect.ts); on the embedded
+      // database, one connection in the process, they share it and have none.
+      let requestDb = db.kysely;
+      if (config.database.kind === 'postgres') {
+        const requests = await connectRequestPool(config.database, { application: `mailtally:${roles.join('+')}:requests`, statementTimeoutMs: config.api.statementTimeoutMs });
+        cleanup.unshift(requests.close);
+        requestDb = requests.kysely;
+      }
       const cache = new ResponseCache({ maxEntries: config.api.cacheEntries, ttlMs: config.api.cacheTtlMs, maxBytes: config.api.cacheMaxBytes });
       if (cache.enabled) {
         const unlisten = await db.listen(READ_MODELS_CHANNEL, () => cache.invalidate());
@@ -175,9 +183,9 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       }
       // One request budget per key for /v3/REST and /v1/webhooks/*.
       const rateLimiter = new RateLimiter(config.api.rateLimitPerSecond, config.api.rateLimitBurst);
-      registerRestApi(http, { db: db.kysely, verifier, authFailures, rateLimiter, limits: config.api, cache, extraRoutes: [registerEventCallbackUrlRoutes] });
+      registerRestApi(http, { db: requestDb, verifier, authFailures, rateLimiter, limits: config.api, cache, extraRoutes: [registerEventCallbackUrlRoutes] });
       const w = config.webhooks;
-      registerWebhookAdmin(http, { db: db.kysely, verifier, authFailures, rateLimiter, grouping: { windowMs: w.batchWindowMs, maxEvents: w.batchMaxEvents, maxBytes: w.batchMaxBytes } });
+      registerWebhookAdmin(http, { db: requestDb, verifier, authFailures, rateLimiter, grouping: { windowMs: w.batchWindowMs, maxEvents: w.batchMaxEvents, maxBytes: w.batchMaxBytes } });
       await registerOpenApi(http, WEBHOOK_OPENAPI_PATHS);
     }
     const url = await http.listen({ port: config.http.port, host: config.http.host }).catch((err: unknown) => {

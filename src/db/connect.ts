@@ -33,25 +33,7 @@ const pgTypes = {
 
 export async function connectDb(config: Config['database'], opts: { application?: string } = {}): Promise<Db> {
   if (config.kind === 'postgres') {
-    const pool = new pg.Pool({
-      connectionString: config.url,
-      max: config.poolSize,
-      types: pgTypes,
-      application_name: opts.application ?? 'mailtally',
-      idleTimeoutMillis: 30_000,
-      connectionTimeoutMillis: 10_000,
-    });
-    // A connection dropped by the server (restart, pg_terminate_backend) must not crash the process;
-    // the query that was using it fails and is retried by its caller.
-    pool.on('error', () => {});
-    pool.on('connect', (client) => client.on('error', () => {}));
-    // Connected once now: a server that cannot be reached is reported with the setting to check.
-    try {
-      (await pool.connect()).release();
-    } catch (err) {
-      await pool.end().catch(() => {});
-      throw new Error(`DATABASE_URL: cannot connect to ${withoutPassword(config.url)}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-    }
+    const pool = await openPool(config, { application: opts.application ?? 'mailtally' });
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     const listener = new PgListener(config.url);
     const close = async () => {
@@ -97,6 +79,55 @@ export async function connectDb(config: Config['database'], opts: { application?
     unlock();
     throw err;
   }
+}
+
+/**
+ * A pool of its own for the API's requests (Postgres only), whose every statement the server
+ * cancels after `statementTimeoutMs` (0: never): a request stuck behind a lock or asking for too
+ * much cannot hold a connection for ever, and however many requests wait, the roles sharing the
+ * process (projector, dispatcher, ingest) keep their own pool's connections.
+ */
+export async function connectRequestPool(
+  config: Extract<Config['database'], { kind: 'postgres' }>,
+  opts: { application: string; statementTimeoutMs: number },
+): Promise<{ kysely: Kysely<Database>; close: () => Promise<void> }> {
+  const pool = await openPool(config, opts);
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    kysely,
+    close: async () => {
+      await kysely.destroy();
+      if (!pool.ending) await pool.end();
+    },
+  };
+}
+
+async function openPool(
+  config: Extract<Config['database'], { kind: 'postgres' }>,
+  opts: { application: string; statementTimeoutMs?: number },
+): Promise<pg.Pool> {
+  const pool = new pg.Pool({
+    connectionString: config.url,
+    max: config.poolSize,
+    types: pgTypes,
+    application_name: opts.application,
+    idleTimeoutMillis: 30_000,
+    connectionTimeoutMillis: 10_000,
+    // Sent with the connection's start-up: the server applies it to every statement.
+    ...(opts.statementTimeoutMs !== undefined && opts.statementTimeoutMs > 0 ? { statement_timeout: opts.statementTimeoutMs } : {}),
+  });
+  // A connection dropped by the server (restart, pg_terminate_backend) must not crash the process;
+  // the query that was using it fails and is retried by its caller.
+  pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
+  // Connected once now: a server that cannot be reached is reported with the setting to check.
+  try {
+    (await pool.connect()).release();
+  } catch (err) {
+    await pool.end().catch(() => {});
+    throw new Error(`DATABASE_URL: cannot connect to ${withoutPassword(config.url)}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+  return pool;
 }
 
 /** Creates and locks the embedded database's directory; a path that cannot be one is reported as DATA_DIR's. */

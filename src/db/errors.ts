@@ -17,6 +17,11 @@ export function isTransientDbError(err: unknown): boolean {
   return code === null || TRANSIENT_SQLSTATE.test(code);
 }
 
+/** A statement the server cancelled at its `statement_timeout` (not one cancelled by a user or at shutdown). */
+export function isStatementTimeout(err: unknown): boolean {
+  return sqlState(err) === '57014' && err instanceof Error && /statement timeout/.test(err.message);
+}
+
 /**
  * Did the database refuse the data itself: a data exception (class 22), a constraint (23), a
  * value over a limit (54)? Only then is an event's row its own fault, to be dead-lettered;

@@ -6,7 +6,7 @@ import type { Server as NodeHttpServer } from 'node:http';
 import type https from 'node:https';
 import Fastify, { LogController, type FastifyHttpOptions, type FastifyHttpsOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
-import { isConnectionLoss, isTransientDbError } from '../db/errors.js';
+import { isConnectionLoss, isStatementTimeout, isTransientDbError } from '../db/errors.js';
 import { parseExactJson } from '../events/exact-json.js';
 import { nestedDeeperThan } from '../events/json-text.js';
 import type { Logger } from '../logger.js';
@@ -162,6 +162,7 @@ function toApiError(err: unknown): ApiError {
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     return new ApiError(e.statusCode, e.message ?? 'Bad request');
   }
+  if (isStatementTimeout(err)) return apiErrors.unavailable("The request's database work took longer than this server allows; narrow it (a shorter time range, filters, a smaller Limit) or retry later");
   if ((isTransientDbError(err) && typeof e.code === 'string') || isConnectionLoss(err)) return apiErrors.unavailable();
   return apiErrors.internal();
 }
