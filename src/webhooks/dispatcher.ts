@@ -131,7 +131,13 @@ export class Dispatcher {
 
   async start(): Promise<void> {
     try {
-      this.#unlistenUrls = await this.db.listen(CALLBACK_URLS_CHANNEL, (id) => this.#urlChanges.heard(id));
+      this.#unlistenUrls = await this.db.listen(CALLBACK_URLS_CHANNEL, (id) => {
+        this.#urlChanges.heard(id);
+        // A URL PUT to dead by its tenant: its pending deliveries go to the backup (or are
+        // dropped) now, not when each is next due (a retry can be hours away). Nothing happens
+        // for a URL that is not dead.
+        if (id !== null && /^\d+$/.test(id) && !this.#stopped) this.#reroute(BigInt(id));
+      });
     } catch (err) {
       this.log.warn({ err: describeError(err) }, 'cannot LISTEN for callback URL changes; first attempts queued for a URL when it changes go to the URL as it was');
     }

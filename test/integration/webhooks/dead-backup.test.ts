@@ -84,6 +84,25 @@ describe('dead URLs and backups', () => {
     expect(dispatcher.stats.rerouted).toBeGreaterThan(0);
   });
 
+  it('a primary PUT to dead hands its waiting retries to the backup at once, not when each is next due', async () => {
+    // Retries an hour apart: without the PUT, the failed deliveries would wait that long.
+    const primary = await hook(db, '37', { EventType: 'sent', Url: receiver.url('/broken/37') });
+    await hook(db, '37', { EventType: 'sent', Url: receiver.url('/backup/37'), IsBackup: true });
+    dispatcher = await startDispatcher(db, { retryScheduleSeconds: [3600, 3600] });
+    await append(db, '37', sends('k', 700, 6));
+    await waitFor('every first attempt to have failed', async () => receiver.at('/broken/37').length >= 6);
+    await waitFor('the failures to be recorded', async () => {
+      const r = await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE url_id = ${primary.id} AND retry`.execute(db.kysely);
+      return r.rows[0]?.n === 6;
+    });
+    expect(receiver.at('/backup/37')).toHaveLength(0);
+
+    await updateCallbackUrl(db.kysely, '37', primary.id, { Status: 'dead' });
+    await outboxEmpty(db, 10_000);
+    expect(messageIds('/backup/37')).toEqual(range(700, 6));
+    expect(receiver.at('/broken/37')).toHaveLength(6);
+  });
+
   it('a hanging primary with a backlog turns dead once it has failed for the window, not when a delivery has used every retry', async () => {
     const schedule = [0.2, 0.2, 0.2];
     const WINDOW_MS = 600;
