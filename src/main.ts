@@ -118,9 +118,20 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       checkpoint();
     }
 
+    // The API's requests have a pool of their own, with a statement timeout (connect.ts), and so
+    // does their key check; on the embedded database, one connection in the process, they share
+    // it and have none. The pool goes last, just before the database: statements still running
+    // once the HTTP server has closed are cancelled then, so they hold up no worker's drain.
+    let requestDb = db.kysely;
+    if (roles.includes('api') && config.database.kind === 'postgres') {
+      const requests = await connectRequestPool(config.database, { application: `mailtally:${roles.join('+')}:requests`, statementTimeoutMs: config.api.statementTimeoutMs });
+      cleanup.splice(cleanup.length - 1, 0, () => requests.close(db.kysely));
+      requestDb = requests.kysely;
+      checkpoint();
+    }
+    const verifier = new KeyVerifier(requestDb);
     // Every process serves /healthz, /status and /metrics (a worker-only one too, for probes and
     // scraping); the api and ingest roles add their routes.
-    const verifier = new KeyVerifier(db.kysely);
     if (roles.includes('api') || roles.includes('ingest')) {
       // A key revoked (`keys revoke`) stops authenticating here at once, not when its cached check expires.
       const unlistenKeys = await db.listen(KEYS_CHANNEL, () => verifier.forget());
@@ -168,14 +179,6 @@ export async function startService(config: Config, roles: readonly Role[], log: 
         import('./webhooks/routes/openapi-paths.js'),
         import('./webhooks/routes/webhook-admin.js'),
       ]);
-      // Requests have a pool of their own, with a statement timeout (connect.ts); on the embedded
-      // database, one connection in the process, they share it and have none.
-      let requestDb = db.kysely;
-      if (config.database.kind === 'postgres') {
-        const requests = await connectRequestPool(config.database, { application: `mailtally:${roles.join('+')}:requests`, statementTimeoutMs: config.api.statementTimeoutMs });
-        cleanup.unshift(requests.close);
-        requestDb = requests.kysely;
-      }
       const cache = new ResponseCache({ maxEntries: config.api.cacheEntries, ttlMs: config.api.cacheTtlMs, maxBytes: config.api.cacheMaxBytes });
       if (cache.enabled) {
         const unlisten = await db.listen(READ_MODELS_CHANNEL, () => cache.invalidate());

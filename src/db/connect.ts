@@ -1,5 +1,5 @@
 import { mkdirSync } from 'node:fs';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { type Config, withoutPassword } from '../config.js';
 import { DataDirInUseError, acquireDataDirLock } from './data-dir-lock.js';
@@ -83,19 +83,26 @@ export async function connectDb(config: Config['database'], opts: { application?
 
 /**
  * A pool of its own for the API's requests (Postgres only), whose every statement the server
- * cancels after `statementTimeoutMs` (0: never): a request stuck behind a lock or asking for too
- * much cannot hold a connection for ever, and however many requests wait, the roles sharing the
- * process (projector, dispatcher, ingest) keep their own pool's connections.
+ * cancels after `statementTimeoutMs` (0: never, whatever the database's own setting): a request
+ * stuck behind a lock or asking for too much cannot hold a connection for ever, and however many
+ * requests wait, the roles sharing the process (projector, dispatcher, ingest) keep their own
+ * pool's connections. `close(via)` first cancels, through `via`, the statements still running on
+ * it (a pool ends only once every connection is given back).
  */
 export async function connectRequestPool(
   config: Extract<Config['database'], { kind: 'postgres' }>,
   opts: { application: string; statementTimeoutMs: number },
-): Promise<{ kysely: Kysely<Database>; close: () => Promise<void> }> {
+): Promise<{ kysely: Kysely<Database>; close: (via: Kysely<Database>) => Promise<void> }> {
   const pool = await openPool(config, opts);
+  const busy = new Set<pg.PoolClient>();
+  pool.on('acquire', (client) => busy.add(client));
+  pool.on('release', (_err, client) => busy.delete(client));
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     kysely,
-    close: async () => {
+    close: async (via) => {
+      const pids = [...busy].map((c) => (c as pg.PoolClient & { processID?: number }).processID).filter((pid): pid is number => typeof pid === 'number');
+      if (pids.length > 0) await sql`SELECT pg_cancel_backend(pid) FROM unnest(${pids}::int[]) AS pid`.execute(via).catch(() => {});
       await kysely.destroy();
       if (!pool.ending) await pool.end();
     },
@@ -113,13 +120,18 @@ async function openPool(
     application_name: opts.application,
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: 10_000,
-    // Sent with the connection's start-up: the server applies it to every statement.
-    ...(opts.statementTimeoutMs !== undefined && opts.statementTimeoutMs > 0 ? { statement_timeout: opts.statementTimeoutMs } : {}),
   });
   // A connection dropped by the server (restart, pg_terminate_backend) must not crash the process;
   // the query that was using it fails and is retried by its caller.
   pool.on('error', () => {});
-  pool.on('connect', (client) => client.on('error', () => {}));
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+    // Queued before the statement the connection was opened for; set here rather than as a
+    // start-up parameter, so that neither DATABASE_URL's options nor the database's own
+    // setting override it (0 too: no timeout).
+    const timeout = opts.statementTimeoutMs;
+    if (timeout !== undefined) client.query(`SET statement_timeout = ${Math.max(0, Math.floor(timeout))}`).catch(() => {});
+  });
   // Connected once now: a server that cannot be reached is reported with the setting to check.
   try {
     (await pool.connect()).release();

@@ -162,7 +162,8 @@ function toApiError(err: unknown): ApiError {
   if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
     return new ApiError(e.statusCode, e.message ?? 'Bad request');
   }
-  if (isStatementTimeout(err)) return apiErrors.unavailable("The request's database work took longer than this server allows; narrow it (a shorter time range, filters, a smaller Limit) or retry later");
+  // No Retry-After: the same request a second later would most likely take as long again.
+  if (isStatementTimeout(err)) return new ApiError(503, "The request's database work took longer than this server allows (its statement timeout); narrow it (a shorter time range, more filters, a smaller Limit) or try again later");
   if ((isTransientDbError(err) && typeof e.code === 'string') || isConnectionLoss(err)) return apiErrors.unavailable();
   return apiErrors.internal();
 }

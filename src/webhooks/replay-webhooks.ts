@@ -11,7 +11,8 @@ import { parseTime } from './webhook-attempts.js';
  * enqueued to the tenant's URLs as they are now (alive primary, else alive backup). Version 1
  * deliveries keep their webhook-id (`msg_<position>`), so a receiver that dedupes ignores what
  * it already has; Version 2 events are grouped into new batches. At most `maxEvents` per call:
- * `nextPosition` says where to continue.
+ * `nextPosition` says where to continue — also when a batch failed (a statement timeout, a lost
+ * connection) after others were enqueued.
  */
 
 export interface ReplayRange {
@@ -52,20 +53,31 @@ export async function replayWebhookEvents(
       result.nextPosition = cursor;
       return result;
     }
-    const { rows } = await sql<LogEventForWebhooks>`
-      SELECT ${LOG_SELECT} FROM events e
-      WHERE e.api_key_id = ${tenant} AND e.position > ${cursor} AND e.type = ANY(${types}::text[])
-        ${range.toPosition !== undefined ? sql`AND e.position <= ${range.toPosition}` : sql``}
-        ${range.fromTime !== undefined ? sql`AND e.recorded_at >= ${range.fromTime}` : sql``}
-        ${range.toTime !== undefined ? sql`AND e.recorded_at < ${range.toTime}` : sql``}
-      ORDER BY e.position LIMIT ${limit}`.execute(db);
-    const last = rows.at(-1);
-    if (last === undefined) return result;
-    const r = await db.transaction().execute(async (trx) => {
-      const out = await enqueueEvents(trx, rows, grouping, new Map());
-      if (out.deliveries > 0) await sql`SELECT pg_notify('mailtally_webhooks', '')`.execute(trx);
-      return out;
-    });
+    let rows: LogEventForWebhooks[];
+    let r: Awaited<ReturnType<typeof enqueueEvents>>;
+    try {
+      ({ rows } = await sql<LogEventForWebhooks>`
+        SELECT ${LOG_SELECT} FROM events e
+        WHERE e.api_key_id = ${tenant} AND e.position > ${cursor} AND e.type = ANY(${types}::text[])
+          ${range.toPosition !== undefined ? sql`AND e.position <= ${range.toPosition}` : sql``}
+          ${range.fromTime !== undefined ? sql`AND e.recorded_at >= ${range.fromTime}` : sql``}
+          ${range.toTime !== undefined ? sql`AND e.recorded_at < ${range.toTime}` : sql``}
+        ORDER BY e.position LIMIT ${limit}`.execute(db));
+      if (rows.length === 0) return result;
+      r = await db.transaction().execute(async (trx) => {
+        const out = await enqueueEvents(trx, rows, grouping, new Map());
+        if (out.deliveries > 0) await sql`SELECT pg_notify('mailtally_webhooks', '')`.execute(trx);
+        return out;
+      });
+    } catch (err) {
+      // The batches before this one are enqueued for good: the caller is told where to go on
+      // from (the failed batch's own transaction left nothing), not given an error whose retry
+      // would enqueue them a second time. With nothing done yet, the error is the answer.
+      if (seen === 0) throw err;
+      result.nextPosition = cursor;
+      return result;
+    }
+    const last = rows.at(-1) as LogEventForWebhooks;
     result.events += r.events;
     result.deliveries += r.deliveries;
     seen += rows.length;
