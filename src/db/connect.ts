@@ -93,25 +93,31 @@ export async function connectRequestPool(
   config: Extract<Config['database'], { kind: 'postgres' }>,
   opts: { application: string; statementTimeoutMs: number },
 ): Promise<{ kysely: Kysely<Database>; close: (via: Kysely<Database>) => Promise<void> }> {
-  const pool = await openPool(config, opts);
-  const busy = new Set<pg.PoolClient>();
-  pool.on('acquire', (client) => busy.add(client));
-  pool.on('release', (_err, client) => busy.delete(client));
+  const clients = new Set<pg.PoolClient>();
+  const pool = await openPool(config, { ...opts, clients });
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     kysely,
     close: async (via) => {
-      const pids = [...busy].map((c) => (c as pg.PoolClient & { processID?: number }).processID).filter((pid): pid is number => typeof pid === 'number');
-      if (pids.length > 0) await sql`SELECT pg_cancel_backend(pid) FROM unnest(${pids}::int[]) AS pid`.execute(via).catch(() => {});
-      await kysely.destroy();
-      if (!pool.ending) await pool.end();
+      // The pool ends once every connection is given back: its statements are cancelled until
+      // then (a connection that was still opening when the close began may start one after a
+      // first round; cancelling an idle backend does nothing).
+      const ended = (pool.ending ? Promise.resolve() : pool.end()).catch(() => {});
+      let done = false;
+      void ended.then(() => (done = true));
+      while (!done) {
+        const pids = [...clients].map((c) => (c as pg.PoolClient & { processID?: number }).processID).filter((pid): pid is number => typeof pid === 'number');
+        if (pids.length > 0) await sql`SELECT pg_cancel_backend(pid) FROM unnest(${pids}::int[]) AS pid`.execute(via).catch(() => {});
+        await Promise.race([ended, new Promise((r) => setTimeout(r, 200))]);
+      }
+      await ended;
     },
   };
 }
 
 async function openPool(
   config: Extract<Config['database'], { kind: 'postgres' }>,
-  opts: { application: string; statementTimeoutMs?: number },
+  opts: { application: string; statementTimeoutMs?: number; clients?: Set<pg.PoolClient> },
 ): Promise<pg.Pool> {
   const pool = new pg.Pool({
     connectionString: config.url,
@@ -120,17 +126,20 @@ async function openPool(
     application_name: opts.application,
     idleTimeoutMillis: 30_000,
     connectionTimeoutMillis: 10_000,
+    // Run on each new connection before it is handed out (a failure drops it and fails the
+    // checkout); set this way rather than as a start-up parameter, so that neither
+    // DATABASE_URL's options nor the database's own setting override it (0 too: no timeout).
+    ...(opts.statementTimeoutMs !== undefined ? { onConnect: statementTimeout(opts.statementTimeoutMs) } : {}),
   });
   // A connection dropped by the server (restart, pg_terminate_backend) must not crash the process;
   // the query that was using it fails and is retried by its caller.
   pool.on('error', () => {});
+  // Every connection the pool has, when asked for (connectRequestPool cancels their statements).
+  const clients = opts.clients;
+  if (clients !== undefined) pool.on('remove', (client) => clients.delete(client));
   pool.on('connect', (client) => {
+    clients?.add(client);
     client.on('error', () => {});
-    // Queued before the statement the connection was opened for; set here rather than as a
-    // start-up parameter, so that neither DATABASE_URL's options nor the database's own
-    // setting override it (0 too: no timeout).
-    const timeout = opts.statementTimeoutMs;
-    if (timeout !== undefined) client.query(`SET statement_timeout = ${Math.max(0, Math.floor(timeout))}`).catch(() => {});
   });
   // Connected once now: a server that cannot be reached is reported with the setting to check.
   try {
@@ -140,6 +149,13 @@ async function openPool(
     throw new Error(`DATABASE_URL: cannot connect to ${withoutPassword(config.url)}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
   }
   return pool;
+}
+
+function statementTimeout(ms: number): (client: pg.ClientBase) => Promise<void> {
+  const text = `SET statement_timeout = ${Math.max(0, Math.floor(ms))}`;
+  return async (client) => {
+    await client.query(text);
+  };
 }
 
 /** Creates and locks the embedded database's directory; a path that cannot be one is reported as DATA_DIR's. */

@@ -60,6 +60,8 @@ export class Dispatcher {
   readonly #writer: OutcomeWriter;
   readonly #outbox: Wakeup;
   readonly #reroutes = new Map<string, Promise<void>>();
+  /** URLs whose reroute was asked for again while one was running. */
+  readonly #rerouteAgain = new Set<string>();
   readonly #keys = new Map<string, Buffer>();
   #timers = new Set<NodeJS.Timeout>();
   /** Callback URLs changed since the fan-out took first attempts for them from the log. */
@@ -136,11 +138,16 @@ export class Dispatcher {
         // A URL PUT to dead by its tenant: its pending deliveries go to the backup (or are
         // dropped) now, not when each is next due (a retry can be hours away). Nothing happens
         // for a URL that is not dead.
-        if (id !== null && /^\d+$/.test(id) && !this.#stopped) this.#reroute(BigInt(id));
+        if (this.#stopped) return;
+        if (id === null) void this.#rerouteDeadUrls();
+        else if (/^\d+$/.test(id)) this.#reroute(BigInt(id));
       });
     } catch (err) {
       this.log.warn({ err: describeError(err) }, 'cannot LISTEN for callback URL changes; first attempts queued for a URL when it changes go to the URL as it was');
     }
+    // URLs PUT to dead while no dispatcher listened (or this one's LISTEN is down: it hears
+    // nothing of them then) still have their pending deliveries.
+    void this.#rerouteDeadUrls();
     await this.#fanOut.start();
     await this.#outbox.start();
     this.#first.start();
@@ -240,10 +247,28 @@ export class Dispatcher {
     return key;
   }
 
-  /** Moves a dead URL's pending rows to its backup (or drops them); one run per URL at a time. */
+  /** Reroutes every dead URL that still has pending deliveries (`retry` named for the outbox's index). */
+  async #rerouteDeadUrls(): Promise<void> {
+    try {
+      const rows = await sql<{ id: bigint }>`
+        SELECT u.id FROM callback_urls u WHERE u.status = 'dead' AND EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.retry = ANY(ARRAY[false, true]) AND d.url_id = u.id)`.execute(this.db.kysely);
+      for (const r of rows.rows) if (!this.#stopped) this.#reroute(BigInt(r.id));
+    } catch (err) {
+      this.log.warn({ err: describeError(err) }, 'cannot look for dead webhook URLs with pending deliveries; they are rerouted when next due');
+    }
+  }
+
+  /**
+   * Moves a dead URL's pending rows to its backup (or drops them); one run per URL at a time,
+   * and one more after it when asked meanwhile (the run going on may have read the URL before
+   * the change that asked).
+   */
   #reroute(urlId: bigint): void {
     const key = String(urlId);
-    if (this.#reroutes.has(key)) return;
+    if (this.#reroutes.has(key)) {
+      this.#rerouteAgain.add(key);
+      return;
+    }
     const run = rerouteDeadUrl(this.db.kysely, urlId)
       .then((r) => {
         this.#stats.rerouted += r.moved;
@@ -253,7 +278,10 @@ export class Dispatcher {
         if (r.moved + r.dropped > 0) this.log.info({ urlId: key, ...r }, 'webhook URL is dead: its pending deliveries were rerouted or dropped');
       })
       .catch((err: unknown) => this.log.warn({ err: describeError(err), urlId: key }, 'cannot reroute a dead URL yet; its rows are retried when due'))
-      .finally(() => this.#reroutes.delete(key));
+      .finally(() => {
+        this.#reroutes.delete(key);
+        if (this.#rerouteAgain.delete(key) && !this.#stopped) this.#reroute(urlId);
+      });
     this.#reroutes.set(key, run);
   }
 

@@ -277,9 +277,25 @@ export class OutcomeWriter {
       await writeUrlHealth(trx, healthy, failing);
       counts.died = killed.size;
       const dead = [...status].filter(([, s]) => s !== 'alive').map(([id]) => BigInt(id));
-      return { dead, healthy, failing };
+      // URLs alive at the read, whose failed rows may now wait for a retry.
+      const retried = failedUrls.filter((u) => status.get(u) === 'alive');
+      return { dead, healthy, failing, retried };
     });
     this.#written.wrote(written.healthy, written.failing);
+    // A URL PUT to dead between the status read above and the commit: its reroute (on hearing
+    // the change) skipped the rows this transaction held, now waiting for their retry. Read
+    // again after the commit, a URL dead by now has them rerouted; a PUT committed later is
+    // heard after this commit, and its reroute finds them released.
+    // (Best effort: the outcomes are committed, and a failed read leaves those rows to be
+    // rerouted when next claimed.)
+    if (written.retried.length > 0) {
+      try {
+        const now = await this.db.selectFrom('callback_urls').select('id').where('id', 'in', written.retried.map(BigInt)).where('status', '<>', 'alive').execute();
+        for (const r of now) written.dead.push(r.id);
+      } catch (err) {
+        this.log.warn({ err: describeError(err) }, 'cannot check whether a failing webhook URL was made dead meanwhile; its retries are rerouted when next due');
+      }
+    }
 
     const s = this.stats;
     s.delivered += counts.delivered;

@@ -31,6 +31,8 @@ export interface ReplayResult {
   deliveries: number;
   /** Set when the range holds more than was replayed: call again with FromPosition = this. */
   nextPosition: bigint | null;
+  /** Why the call stopped before its bound, when a batch failed after others were enqueued. */
+  interruptedBy?: unknown;
 }
 
 const READ_BATCH = 1000;
@@ -75,6 +77,7 @@ export async function replayWebhookEvents(
       // would enqueue them a second time. With nothing done yet, the error is the answer.
       if (seen === 0) throw err;
       result.nextPosition = cursor;
+      result.interruptedBy = err;
       return result;
     }
     const last = rows.at(-1) as LogEventForWebhooks;

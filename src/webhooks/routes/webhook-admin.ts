@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.js';
 import { type AuthFailures, authenticateFirst } from '../../http/auth.js';
+import { describeError } from '../../db/errors.js';
 import { apiErrors } from '../../http/errors.js';
 import type { KeyVerifier } from '../../keys/key-store.js';
 import type { RateLimiter } from '../../api/conventions/rate-limit.js';
@@ -72,6 +73,7 @@ export function registerWebhookAdmin(app: FastifyInstance, deps: WebhookAdminDep
     } finally {
       replaying.delete(principal.apiKeyId);
     }
+    if (r.interruptedBy !== undefined) req.log.warn({ err: describeError(r.interruptedBy), nextPosition: String(r.nextPosition) }, 'webhook replay stopped at a failed batch; answered with where to go on');
     return reply
       .code(202)
       .type('application/json; charset=utf-8')

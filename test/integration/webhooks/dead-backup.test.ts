@@ -103,6 +103,23 @@ describe('dead URLs and backups', () => {
     expect(receiver.at('/broken/37')).toHaveLength(6);
   });
 
+  it('a primary PUT to dead while no dispatcher ran hands its waiting retries to the backup when one starts', async () => {
+    const primary = await hook(db, '38', { EventType: 'sent', Url: receiver.url('/broken/38') });
+    await hook(db, '38', { EventType: 'sent', Url: receiver.url('/backup/38'), IsBackup: true });
+    dispatcher = await startDispatcher(db, { retryScheduleSeconds: [3600, 3600] });
+    await append(db, '38', sends('m', 800, 4));
+    await waitFor('the failures to be recorded', async () => {
+      const r = await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE url_id = ${primary.id} AND retry`.execute(db.kysely);
+      return r.rows[0]?.n === 4;
+    });
+    await dispatcher.stop();
+    // Nobody listens when the URL is made dead.
+    await updateCallbackUrl(db.kysely, '38', primary.id, { Status: 'dead' });
+    dispatcher = await startDispatcher(db, { retryScheduleSeconds: [3600, 3600] });
+    await outboxEmpty(db, 10_000);
+    expect(messageIds('/backup/38')).toEqual(range(800, 4));
+  });
+
   it('a hanging primary with a backlog turns dead once it has failed for the window, not when a delivery has used every retry', async () => {
     const schedule = [0.2, 0.2, 0.2];
     const WINDOW_MS = 600;
