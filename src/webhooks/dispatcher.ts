@@ -60,6 +60,8 @@ export class Dispatcher {
   readonly #writer: OutcomeWriter;
   readonly #outbox: Wakeup;
   readonly #reroutes = new Map<string, Promise<void>>();
+  /** The last look for dead URLs with pending deliveries (#rerouteDeadUrls), awaited by stop(). */
+  #deadScan: Promise<void> = Promise.resolve();
   /** URLs whose reroute was asked for again while one was running. */
   readonly #rerouteAgain = new Set<string>();
   readonly #keys = new Map<string, Buffer>();
@@ -116,7 +118,7 @@ export class Dispatcher {
       this.#stats,
       log,
       (urls) => {
-        for (const u of urls) this.#reroute(u);
+        if (!this.#stopped) for (const u of urls) this.#reroute(u);
       },
       (positions) => this.#fanOut.directDone(positions),
     );
@@ -139,7 +141,7 @@ export class Dispatcher {
         // dropped) now, not when each is next due (a retry can be hours away). Nothing happens
         // for a URL that is not dead.
         if (this.#stopped) return;
-        if (id === null) void this.#rerouteDeadUrls();
+        if (id === null) this.#deadScan = this.#rerouteDeadUrls();
         else if (/^\d+$/.test(id)) this.#reroute(BigInt(id));
       });
     } catch (err) {
@@ -147,7 +149,7 @@ export class Dispatcher {
     }
     // URLs PUT to dead while no dispatcher listened (or this one's LISTEN is down: it hears
     // nothing of them then) still have their pending deliveries.
-    void this.#rerouteDeadUrls();
+    this.#deadScan = this.#rerouteDeadUrls();
     await this.#fanOut.start();
     await this.#outbox.start();
     this.#first.start();
@@ -171,6 +173,7 @@ export class Dispatcher {
     await Promise.race([this.#writer.drain(), sleep(this.options.drainMs ?? DRAIN_MS, undefined, { ref: false })]);
     this.#writer.stop();
     await this.#fanOut.release();
+    await this.#deadScan;
     await Promise.all([...this.#reroutes.values()]);
     await this.#outbox.stop();
     await this.#unlistenUrls?.();

@@ -151,7 +151,7 @@ export class OutcomeWriter {
         this.#taken(batch, handoffs);
         failures = 0;
         alone = Math.max(0, alone - items);
-        if (dead.length > 0) this.onDeadUrls(dead);
+        if (dead.length > 0 && !this.#stopped) this.onDeadUrls(dead);
       } catch (err) {
         if (isDataError(err)) {
           if (items > 1 && alone === 0) {
@@ -288,7 +288,7 @@ export class OutcomeWriter {
     // heard after this commit, and its reroute finds them released.
     // (Best effort: the outcomes are committed, and a failed read leaves those rows to be
     // rerouted when next claimed.)
-    if (written.retried.length > 0) {
+    if (written.retried.length > 0 && !this.#stopped) {
       try {
         const now = await this.db.selectFrom('callback_urls').select('id').where('id', 'in', written.retried.map(BigInt)).where('status', '<>', 'alive').execute();
         for (const r of now) written.dead.push(r.id);
