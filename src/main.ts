@@ -6,7 +6,7 @@ import { migrateToLatest } from './db/migrate.js';
 import { withSchemaLock } from './db/schema-lock.js';
 import type { RunningIngest } from './ingest/run-nats-ingest.js';
 import { AuthFailureLimiter, RateLimiter } from './api/conventions/rate-limit.js';
-import { type MetricSource, registerMetrics } from './http/metrics.js';
+import { type MetricSource, type PoolCounts, registerMetrics } from './http/metrics.js';
 import { assertCanListen, closeServer, createServer, listenError } from './http/server.js';
 import { registerStatusRoute } from './http/status-route.js';
 import { KEYS_CHANNEL, KeyVerifier, countApiKeys, createApiKey, printableKey } from './keys/key-store.js';
@@ -123,10 +123,12 @@ export async function startService(config: Config, roles: readonly Role[], log: 
     // it and have none. The pool goes last, just before the database: statements still running
     // once the HTTP server has closed are cancelled then, so they hold up no worker's drain.
     let requestDb = db.kysely;
+    const pools: Record<string, PoolCounts> = db.pool !== null ? { main: db.pool } : {};
     if (roles.includes('api') && config.database.kind === 'postgres') {
       const requests = await connectRequestPool(config.database, { application: `mailtally:${roles.join('+')}:requests`, statementTimeoutMs: config.api.statementTimeoutMs });
       cleanup.splice(cleanup.length - 1, 0, () => requests.close(db.kysely));
       requestDb = requests.kysely;
+      pools['requests'] = requests.pool;
       checkpoint();
     }
     const verifier = new KeyVerifier(requestDb);
@@ -163,7 +165,7 @@ export async function startService(config: Config, roles: readonly Role[], log: 
         read: () => ({ events: running.stats.events, batches: running.stats.batches, errors: running.stats.errors, cacheHits: running.stats.cacheHits, cacheMisses: running.stats.cacheMisses }),
       });
     }
-    registerMetrics(http, { db: db.kysely, sources });
+    registerMetrics(http, { db: db.kysely, sources, pools });
     registerStatusRoute(http, {
       db: db.kysely,
       roles,

@@ -92,12 +92,13 @@ export async function connectDb(config: Config['database'], opts: { application?
 export async function connectRequestPool(
   config: Extract<Config['database'], { kind: 'postgres' }>,
   opts: { application: string; statementTimeoutMs: number },
-): Promise<{ kysely: Kysely<Database>; close: (via: Kysely<Database>) => Promise<void> }> {
+): Promise<{ kysely: Kysely<Database>; pool: pg.Pool; close: (via: Kysely<Database>) => Promise<void> }> {
   const clients = new Set<pg.PoolClient>();
   const pool = await openPool(config, { ...opts, clients });
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     kysely,
+    pool,
     close: async (via) => {
       // The pool ends once every connection is given back: its statements are cancelled until
       // then (a connection that was still opening when the close began may start one after a

@@ -21,9 +21,18 @@ export interface MetricSource {
   read(): Readonly<Record<string, number>>;
 }
 
+/** What a connection pool tells of itself (pg.Pool's counts). */
+export interface PoolCounts {
+  readonly totalCount: number;
+  readonly idleCount: number;
+  readonly waitingCount: number;
+}
+
 export interface MetricsDeps {
   readonly db: Kysely<Database>;
   readonly sources?: readonly MetricSource[];
+  /** The process's Postgres pools by name (`main`, and `requests` with the api role). */
+  readonly pools?: Readonly<Record<string, PoolCounts>>;
 }
 
 export function registerMetrics(app: FastifyInstance, deps: MetricsDeps): Registry {
@@ -48,6 +57,23 @@ export function registerMetrics(app: FastifyInstance, deps: MetricsDeps): Regist
   const head = new Gauge({ name: 'mailtally_log_head_position', help: 'Highest committed log position; positions have gaps (an insert dropped as a duplicate uses one up), so its rate is not the ingest rate: see mailtally_ingest_messages_total{outcome="stored"}', registers: [registry] });
   const lag = new Gauge({ name: 'mailtally_reader_lag_events', help: 'Events between the log head and each reader (projection, dispatcher)', labelNames: ['reader'] as const, registers: [registry] });
   const up = new Gauge({ name: 'mailtally_database_up', help: '1 when the database answered the last scrape', registers: [registry] });
+
+  const pools = deps.pools ?? {};
+  if (Object.keys(pools).length > 0) {
+    new Gauge({
+      name: 'mailtally_db_pool_connections',
+      help: 'Postgres connections of each pool of this process: open (total), idle, and checkouts waiting for one (waiting)',
+      labelNames: ['pool', 'state'] as const,
+      registers: [registry],
+      collect() {
+        for (const [pool, p] of Object.entries(pools)) {
+          this.set({ pool, state: 'total' }, p.totalCount);
+          this.set({ pool, state: 'idle' }, p.idleCount);
+          this.set({ pool, state: 'waiting' }, p.waitingCount);
+        }
+      },
+    });
+  }
 
   for (const source of deps.sources ?? []) {
     new Counter({

@@ -124,5 +124,9 @@ describe('the API around the resources', () => {
     expect(text).toMatch(/mailtally_http_request_duration_seconds_bucket\{le="0.01",method="GET",route="\/v3\/REST\/statcounters"\}/);
     expect(text).toMatch(/mailtally_log_head_position 3/);
     expect(text).toMatch(/mailtally_reader_lag_events\{reader="statcounters"\} 0/);
+    // Both pools of an api process: the requests' has at least the connection that served the call.
+    expect(text).toMatch(/mailtally_db_pool_connections\{pool="main",state="total"\} \d+/);
+    expect(text).toMatch(/mailtally_db_pool_connections\{pool="requests",state="total"\} [1-9]/);
+    expect(text).toMatch(/mailtally_db_pool_connections\{pool="requests",state="waiting"\} 0/);
   });
 });

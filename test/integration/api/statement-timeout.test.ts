@@ -63,7 +63,12 @@ describe('API requests under a statement timeout', () => {
     await whileLocked('callback_urls', async (locker) => {
       // Three times as many requests as the pool has connections, all waiting on the lock.
       const answers = Promise.all(Array.from({ length: 6 }, () => get('/v3/REST/eventcallbackurl')));
-      await new Promise((r) => setTimeout(r, 100));
+      // /metrics shows them queued for the request pool's 2 connections.
+      await waitFor('requests waiting for a connection in /metrics', async () => {
+        const text = await (await fetch(`${service.url as string}/metrics`)).text();
+        const waiting = /mailtally_db_pool_connections\{pool="requests",state="waiting"\} (\d+)/.exec(text);
+        return Number(waiting?.[1] ?? 0) >= 1 && /mailtally_db_pool_connections\{pool="main",state="total"\} [1-9]/.test(text);
+      }, 2000, 20);
       await append(t.db, String(t.key.APIKeyID), sampleEvents(String(nextMessage++), 1_700_000_000));
       await caughtUp(t.db, undefined, 15_000);
       for (const a of await answers) {
