@@ -118,7 +118,11 @@ export class Dispatcher {
       this.#stats,
       log,
       (urls) => {
-        if (!this.#stopped) for (const u of urls) this.#reroute(u);
+        if (this.#stopped) return;
+        for (const u of urls.dead) this.#reroute(u);
+        // Changed while its failures were written (a PUT to dead): the reroute on hearing it
+        // skipped the rows the write held, released now.
+        for (const u of urls.retried) if (this.#urlChanges.since(u, urls.since)) this.#reroute(u);
       },
       (positions) => this.#fanOut.directDone(positions),
     );

@@ -48,6 +48,18 @@ export interface OutcomeWriterOptions {
 const ids = (rs: readonly AttemptResult[]): string[] => rs.map((r) => String(r.delivery.id));
 const claimsOf = (rs: readonly AttemptResult[]): string[] => rs.map((r) => r.delivery.claim);
 
+/** What a write leaves to reroute: URLs it found dead, and the failing URLs it found alive and scheduled retries for. */
+export interface UrlsWritten {
+  readonly dead: readonly bigint[];
+  /**
+   * A URL among these made dead by a PUT between the write's status read and its commit was
+   * rerouted on that change without the rows the write held: the dispatcher reroutes it again
+   * if it heard of a change to it since `since` (local clock, before the write began).
+   */
+  readonly retried: readonly bigint[];
+  readonly since: number;
+}
+
 export class OutcomeWriter {
   #queue: AttemptResult[] = [];
   /** Direct first attempts that will not be sent by this process: they go to the outbox. */
@@ -65,8 +77,8 @@ export class OutcomeWriter {
     private readonly options: OutcomeWriterOptions,
     private readonly stats: DispatcherStats,
     private readonly log: Logger,
-    /** Called after a commit with URLs found dead: their pending rows need rerouting. */
-    private readonly onDeadUrls: (urlIds: readonly bigint[]) => void,
+    /** Called after a commit with the URLs it found dead and those it scheduled retries for (see `UrlsWritten`). */
+    private readonly onUrls: (urls: UrlsWritten) => void,
     /** Called after a commit with the log positions of the direct first attempts it recorded. */
     private readonly onDirectDone: (positions: readonly bigint[]) => void = () => {},
   ) {
@@ -147,11 +159,11 @@ export class OutcomeWriter {
       const handoffs = alone > 0 && batch.length > 0 ? [] : this.#handoffs.slice(0, size);
       const items = batch.length + handoffs.length;
       try {
-        const dead = await this.write(batch, handoffs);
+        const urls = await this.write(batch, handoffs);
         this.#taken(batch, handoffs);
         failures = 0;
         alone = Math.max(0, alone - items);
-        if (dead.length > 0 && !this.#stopped) this.onDeadUrls(dead);
+        if (urls.dead.length > 0 || urls.retried.length > 0) this.onUrls(urls);
       } catch (err) {
         if (isDataError(err)) {
           if (items > 1 && alone === 0) {
@@ -185,7 +197,8 @@ export class OutcomeWriter {
   }
 
   /** One transaction for `batch` (and direct first attempts handed off); returns the URLs found dead (to reroute). */
-  async write(batch: readonly AttemptResult[], handoffs: readonly ClaimedDelivery[] = []): Promise<bigint[]> {
+  async write(batch: readonly AttemptResult[], handoffs: readonly ClaimedDelivery[] = []): Promise<UrlsWritten> {
+    const since = Date.now();
     const schedule = this.options.retryScheduleSeconds;
     const failedUrls = [...new Set(batch.filter((r) => !r.http.ok).map((r) => String(r.delivery.urlId)))];
     const counts = { delivered: 0, deliveredEvents: 0, failed: 0, expired: 0, died: 0 };
@@ -277,25 +290,10 @@ export class OutcomeWriter {
       await writeUrlHealth(trx, healthy, failing);
       counts.died = killed.size;
       const dead = [...status].filter(([, s]) => s !== 'alive').map(([id]) => BigInt(id));
-      // URLs alive at the read, whose failed rows may now wait for a retry.
-      const retried = failedUrls.filter((u) => status.get(u) === 'alive');
+      const retried = failedUrls.filter((u) => status.get(u) === 'alive').map(BigInt);
       return { dead, healthy, failing, retried };
     });
     this.#written.wrote(written.healthy, written.failing);
-    // A URL PUT to dead between the status read above and the commit: its reroute (on hearing
-    // the change) skipped the rows this transaction held, now waiting for their retry. Read
-    // again after the commit, a URL dead by now has them rerouted; a PUT committed later is
-    // heard after this commit, and its reroute finds them released.
-    // (Best effort: the outcomes are committed, and a failed read leaves those rows to be
-    // rerouted when next claimed.)
-    if (written.retried.length > 0 && !this.#stopped) {
-      try {
-        const now = await this.db.selectFrom('callback_urls').select('id').where('id', 'in', written.retried.map(BigInt)).where('status', '<>', 'alive').execute();
-        for (const r of now) written.dead.push(r.id);
-      } catch (err) {
-        this.log.warn({ err: describeError(err) }, 'cannot check whether a failing webhook URL was made dead meanwhile; its retries are rerouted when next due');
-      }
-    }
 
     const s = this.stats;
     s.delivered += counts.delivered;
@@ -304,6 +302,6 @@ export class OutcomeWriter {
     s.expired += counts.expired;
     s.urlsDied += counts.died;
     for (const r of batch) observeLatency(s.latencyMs, r.http.latencyMs);
-    return written.dead;
+    return { dead: written.dead, retried: written.retried, since };
   }
 }

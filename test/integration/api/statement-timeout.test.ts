@@ -58,6 +58,16 @@ async function whileLocked<T>(table: string, work: (locker: pg.Client) => Promis
 const TIMED_OUT = { ErrorInfo: '', ErrorMessage: expect.stringContaining('took longer than this server allows'), StatusCode: 503 };
 let nextMessage = 424_242;
 
+/** While `answers` wait, the projector in the same process folds a new event; then each answer is the timeout's 503. */
+async function projectorFoldsWhileTheyWait(answers: Promise<{ status: number; body: Record<string, unknown> }[]>, time: number): Promise<void> {
+  await append(t.db, String(t.key.APIKeyID), sampleEvents(String(nextMessage++), time));
+  await caughtUp(t.db, undefined, 15_000);
+  for (const a of await answers) {
+    expect(a.status).toBe(503);
+    expect(a.body).toEqual(TIMED_OUT);
+  }
+}
+
 describe('API requests under a statement timeout', () => {
   it('are answered 503 when their query waits past it, and leave the projector its connections', async () => {
     await whileLocked('callback_urls', async (locker) => {
@@ -69,12 +79,7 @@ describe('API requests under a statement timeout', () => {
         const waiting = /mailtally_db_pool_connections\{pool="requests",state="waiting"\} (\d+)/.exec(text);
         return Number(waiting?.[1] ?? 0) >= 1 && /mailtally_db_pool_connections\{pool="main",state="total"\} [1-9]/.test(text);
       }, 2000, 20);
-      await append(t.db, String(t.key.APIKeyID), sampleEvents(String(nextMessage++), 1_700_000_000));
-      await caughtUp(t.db, undefined, 15_000);
-      for (const a of await answers) {
-        expect(a.status).toBe(503);
-        expect(a.body).toEqual(TIMED_OUT);
-      }
+      await projectorFoldsWhileTheyWait(answers, 1_700_000_000);
       // The server cancelled them: nothing of the API's waits on the lock any more.
       await waitFor('no request statement waiting on the lock', async () => {
         const { rows } = await locker.query<{ n: number }>(
@@ -99,12 +104,7 @@ describe('API requests under a statement timeout', () => {
     await whileLocked('api_keys', async () => {
       const answers = Promise.all(keys.map((k) => get('/v3/REST/statcounters?CounterSource=APIKey&CounterTiming=Message&CounterResolution=Lifetime', basicAuth(k))));
       await new Promise((r) => setTimeout(r, 100));
-      await append(t.db, String(t.key.APIKeyID), sampleEvents(String(nextMessage++), 1_700_000_100));
-      await caughtUp(t.db, undefined, 15_000);
-      for (const a of await answers) {
-        expect(a.status).toBe(503);
-        expect(a.body).toEqual(TIMED_OUT);
-      }
+      await projectorFoldsWhileTheyWait(answers, 1_700_000_100);
     });
     expect((await get('/v3/REST/eventcallbackurl', basicAuth(keys[0] as (typeof keys)[number]))).status).toBe(200);
   });
