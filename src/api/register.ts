@@ -7,7 +7,7 @@ import { apiErrors } from '../http/errors.js';
 import type { KeyVerifier, Principal } from '../keys/key-store.js';
 import { toJson } from './conventions/json.js';
 import { pageOf } from './conventions/paging.js';
-import { type RawQuery, parseQuery } from './conventions/params.js';
+import { type RawQuery, bareName, parseQuery } from './conventions/params.js';
 import { AuthFailureLimiter, RateLimiter } from './conventions/rate-limit.js';
 import type { ListResult, Resource, WireRecord } from './resource.js';
 import type { ResponseCache } from './response-cache.js';
@@ -79,11 +79,16 @@ const sendJson = (reply: FastifyReply, json: string, status = 200): FastifyReply
 
 const READ_ONLY = ['GET'] as const;
 
+/**
+ * 405, with the methods it takes in `Allow`, for every other method the server knows (HEAD
+ * comes with GET); a method the server does not know at all is a 501 (server.ts).
+ */
 export function refuseOtherMethods(scope: FastifyInstance, url: string, allowed: readonly string[]): void {
-  const others = (['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const).filter((m) => !allowed.includes(m));
+  const allow = allowed.includes('GET') && !allowed.includes('HEAD') ? [...allowed, 'HEAD'] : allowed;
+  const others = scope.supportedMethods.filter((m) => !allow.includes(m));
   if (others.length === 0) return;
   const refuse = async (req: FastifyRequest): Promise<never> => {
-    throw apiErrors.methodNotAllowed(req.method, allowed);
+    throw apiErrors.methodNotAllowed(req.method, allow);
   };
   // Refused once the caller is known (the scope's hooks run first: 401 before 405), before
   // any body is read: a body this resource would never take cannot turn the 405 into a 415.
@@ -137,7 +142,7 @@ function unsupportedParameters(resource: Resource): (raw: RawQuery) => void {
   return (raw) => {
     if (byName.size === 0) return;
     for (const key of Object.keys(raw)) {
-      const lower = key.toLowerCase();
+      const lower = bareName(key).toLowerCase();
       const found = byName.get(resource.aliases?.[lower] ?? lower);
       if (found !== undefined) throw apiErrors.badRequest(`Invalid parameter ${found.name}: not supported on ${resource.name} (${found.why})`);
     }

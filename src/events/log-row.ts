@@ -77,7 +77,9 @@ export interface CheckedEvent {
 /** `raw` is the event as parsed (64-bit ids exact), for deriving an EventID when it has none. */
 export function toLogRow(e: CheckedEvent, raw: Record<string, unknown>, ctx: DecodeContext, payload: string): LogEventRow {
   const domain = e.email !== undefined ? recipientDomain(e.email) : null;
-  const ua = e.agent !== undefined ? parseUserAgent(e.agent) : null;
+  // An empty agent is no agent: one "no user agent" row, not an Other/Other beside it.
+  const ua = e.agent !== undefined && e.agent.trim() !== '' ? parseUserAgent(e.agent) : null;
+  const geo = e.geo?.trim().toUpperCase() ?? '';
   const sender = e.sender !== undefined && e.sender !== '' ? e.sender : null;
   return {
     event_id: e.EventID ?? deriveEventId(ctx.apiKeyId, raw),
@@ -98,7 +100,7 @@ export function toLogRow(e: CheckedEvent, raw: Record<string, unknown>, ctx: Dec
     url: e.url !== undefined ? normalizeUrl(e.url) : null,
     ua_platform: ua?.platform ?? null,
     ua_client: ua?.client ?? null,
-    geo: e.geo !== undefined && e.geo !== '' ? e.geo.toUpperCase() : null,
+    geo: geo !== '' ? geo : null,
     hard_bounce: e.event === 'bounce' ? (e.hard_bounce ?? false) : null,
     blocked: e.event === 'bounce' ? (e.blocked ?? false) : null,
     error_related_to: e.failure ? (e.error_related_to ?? null) : null,

@@ -83,6 +83,11 @@ export function createServer(http: Config['http'], log: Logger): FastifyInstance
   });
 
   app.setNotFoundHandler((req, reply) => {
+    // RFC 9110 §15.6.2: a method the server does not implement at all (PROPFIND, LOCK, …).
+    if (!app.supportedMethods.includes(req.method)) {
+      void reply.code(501).send(envelope(501, `Method ${req.method} is not implemented by this server; the API takes GET, HEAD, POST, PUT and DELETE`));
+      return;
+    }
     void reply.code(404).send(envelope(404, `Unknown resource: ${req.method} ${req.url.split('?')[0]}`));
   });
 

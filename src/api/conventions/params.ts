@@ -84,7 +84,7 @@ export const list = <T extends z.ZodType<unknown, string>>(item: T, maxItems = 1
   z
     .string()
     .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0))
-    .pipe(z.array(item).max(maxItems, { message: `must list at most ${maxItems} values` }))
+    .pipe(z.array(item).min(1, { message: 'must list at least one value' }).max(maxItems, { message: `must list at most ${maxItems} values` }))
     .meta({ description: 'comma-separated list' });
 
 type Shape = Record<string, z.ZodType<unknown, string | undefined>>;
@@ -102,22 +102,28 @@ function namesOf(schema: z.ZodObject): Map<string, string> {
 
 export type RawQuery = Record<string, string | string[] | undefined>;
 
+/** A parameter's name without the `[]` that array-style clients (node-mailjet) append. */
+export const bareName = (sent: string): string => (sent.endsWith('[]') ? sent.slice(0, -2) : sent);
+
 export function parseQuery<S extends z.ZodObject<Shape>>(schema: S, raw: RawQuery, aliases: Readonly<Record<string, string>> = {}): z.output<S> {
   const names = namesOf(schema);
   const input: Record<string, string> = {};
+  /** Canonical name → the name the client sent first for it (an alias, another case), for errors. */
+  const sentAs: Record<string, string> = {};
   for (const [sent, value] of Object.entries(raw)) {
     if (value === undefined) continue;
-    const bare = sent.endsWith('[]') ? sent.slice(0, -2) : sent;
+    const bare = bareName(sent);
     const lower = bare.toLowerCase();
     const name = names.get(aliases[lower] ?? lower);
     if (name === undefined) continue;
     const joined = Array.isArray(value) ? value.join(',') : value;
     input[name] = name in input ? `${input[name] as string},${joined}` : joined;
+    sentAs[name] ??= bare;
   }
   const parsed = schema.safeParse(input);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   const param = String(issue?.path[0] ?? 'query');
   const message = issue?.code === 'invalid_type' ? 'must be given once, as text' : (issue?.message ?? 'is invalid');
-  throw apiErrors.badRequest(`Invalid parameter ${param}: ${message} (got ${JSON.stringify(input[param] ?? '')})`);
+  throw apiErrors.badRequest(`Invalid parameter ${sentAs[param] ?? param}: ${message} (got ${JSON.stringify(input[param] ?? '')})`);
 }

@@ -14,7 +14,7 @@ import { COUNT_SORTABLE, RECIPIENT_FILTERS, countRecordFields, countsToWire, rec
  * /listrecipientstatistics — distinct-message counts per (contact list, recipient address) for
  * messages sent to a list, from `list_recipient_stats` (projections/list-recipient-statistics.ts;
  * ListRecipientID is a stable id of tenant + list + address).
- * - Count filters and LastActivityAt filters as in /contactstatistics (Min inclusive, Max exclusive).
+ * - Count filters and LastActivityAt filters as in /contactstatistics (Min and Max both strict).
  * - IsUnsubscribed: true = the recipient unsubscribed from a message sent to this list (unsub
  *   count > 0); IsActive is its negation (still subscribed, as far as the events tell).
  * - MinUnsubscribedAt / MaxUnsubscribedAt: on the first unsubscribe, [Min, Max).

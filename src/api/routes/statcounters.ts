@@ -108,9 +108,19 @@ export function selectionOf(q: z.output<typeof query>, apiKeyId: string, nowSeco
   let ids: bigint[] | undefined = q.SourceIDs ?? (q.SourceID !== undefined ? [q.SourceID] : undefined);
   if (q.CounterType !== undefined) {
     const [s, t, r] = q.CounterType.toUpperCase() as `${keyof typeof TYPE_LETTERS.source}${keyof typeof TYPE_LETTERS.timing}${keyof typeof TYPE_LETTERS.resolution}`;
-    source ??= TYPE_LETTERS.source[s as keyof typeof TYPE_LETTERS.source];
-    timing ??= TYPE_LETTERS.timing[t as keyof typeof TYPE_LETTERS.timing];
-    resolution ??= TYPE_LETTERS.resolution[r as keyof typeof TYPE_LETTERS.resolution];
+    const said = {
+      CounterSource: TYPE_LETTERS.source[s as keyof typeof TYPE_LETTERS.source],
+      CounterTiming: TYPE_LETTERS.timing[t as keyof typeof TYPE_LETTERS.timing],
+      CounterResolution: TYPE_LETTERS.resolution[r as keyof typeof TYPE_LETTERS.resolution],
+    };
+    for (const [name, given] of [['CounterSource', source], ['CounterTiming', timing], ['CounterResolution', resolution]] as const) {
+      if (given !== undefined && given !== said[name]) {
+        throw apiErrors.badRequest(`Invalid parameter combination: CounterType=${q.CounterType} stands for ${name}=${said[name]}; it cannot be used with ${name}=${given}`);
+      }
+    }
+    source = said.CounterSource;
+    timing = said.CounterTiming;
+    resolution = said.CounterResolution;
   }
   // The shortcuts stand for a source and its id: CampaignID=7 is CounterSource=Campaign&SourceID=7.
   for (const [shortcut, value, implied] of [
@@ -122,7 +132,10 @@ export function selectionOf(q: z.output<typeof query>, apiKeyId: string, nowSeco
     if (source !== implied) {
       throw apiErrors.badRequest(`Invalid parameter combination: ${shortcut} stands for CounterSource=${implied}&SourceID=${value}; it cannot be used with CounterSource=${source}`);
     }
-    ids ??= [value];
+    if (ids !== undefined && !(ids.length === 1 && ids[0] === value)) {
+      throw apiErrors.badRequest(`Invalid parameter combination: ${shortcut} stands for CounterSource=${implied}&SourceID=${value}; it cannot be used with SourceID=${ids.join(',')}`);
+    }
+    ids = [value];
   }
   const missing = [source === undefined && 'CounterSource', timing === undefined && 'CounterTiming', resolution === undefined && 'CounterResolution'].filter(Boolean);
   if (source === undefined || timing === undefined || resolution === undefined) {

@@ -129,7 +129,7 @@ describe('GET /v3/REST/contactstatistics', () => {
 
   it.each([
     ['Blocked=maybe', /Invalid parameter Blocked: must be true, false, 1 or 0/],
-    ['Hardbounced=2', /Invalid parameter HardBounced/],
+    ['Hardbounced=2', /Invalid parameter Hardbounced: must be true, false, 1 or 0/],
     ['Unsubscribed=', /Invalid parameter Unsubscribed/],
     ['LastActivityAt=yesterday', /Invalid parameter LastActivityAt/],
     ['MinLastActivityAt=2024-02-30', /Invalid parameter MinLastActivityAt/],

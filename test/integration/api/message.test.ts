@@ -142,7 +142,7 @@ describe('GET /v3/REST/message', () => {
 
   it.each([
     ['Campaign=x', /Campaign/],
-    ['CampaignID=9223372036854775808', /Campaign: is beyond the signed 64-bit range/],
+    ['CampaignID=9223372036854775808', /Invalid parameter CampaignID: is beyond the signed 64-bit range/],
     ['Contact=-4', /Contact/],
     ['ContactAlt=%00', /ContactAlt/],
     ['FromTS=noon', /FromTS/],

@@ -25,12 +25,40 @@ describe('refused requests', () => {
       ['/v3/REST/statcounters?CounterSource=APIKey&CounterTiming=Message&CounterResolution=Lifetime&IdentityID=5', 'IdentityID'],
       ['/v3/REST/listrecipientstatistics?TimeZone=Europe/Paris', 'TimeZone'],
       ['/v3/REST/contactstatistics?Recalculate=true', 'Recalculate'],
+      ['/v3/REST/contactstatistics?Recalculate%5B%5D=1', 'Recalculate'],
       ['/v3/REST/contactstatistics/a@b.co?IncludeAnonymized=1', 'IncludeAnonymized'],
     ];
     for (const [path, name] of cases) {
       const r = await f.get(path);
       expect(r.status, path).toBe(400);
       expect(message(r), path).toMatch(new RegExp(`^Invalid parameter ${name}: not supported on `));
+    }
+  });
+
+  it('names a bad parameter as the client sent it (an alias, another case)', async () => {
+    const cases: [string, string][] = [
+      ['/v3/REST/message?CampaignID=abc', 'CampaignID'],
+      ['/v3/REST/message?campaign=abc', 'campaign'],
+      ['/v3/REST/messagehistory?MessageID=abc', 'MessageID'],
+      ['/v3/REST/toplinkclicked?ContactID%5B%5D=abc', 'ContactID'],
+    ];
+    for (const [path, name] of cases) {
+      const r = await f.get(path);
+      expect(r.status, path).toBe(400);
+      expect(message(r), path).toMatch(new RegExp(`^Invalid parameter ${name}: must be a non-negative whole number`));
+    }
+  });
+
+  it('refuses a list parameter with no value in it (only commas) instead of reading it as an empty filter', async () => {
+    const cases: [string, string][] = [
+      ['/v3/REST/statcounters?CounterSource=Campaign&SourceIDs=,&CounterTiming=Message&CounterResolution=Lifetime', 'SourceIDs'],
+      ['/v3/REST/campaignoverview?IDType=,', 'IDType'],
+      ['/v3/REST/statistics/recipient-esp?CampaignID=7&EspNames=,%20,', 'EspNames'],
+    ];
+    for (const [path, name] of cases) {
+      const r = await f.get(path);
+      expect(r.status, path).toBe(400);
+      expect(message(r), path).toMatch(new RegExp(`^Invalid parameter ${name}: must list at least one value`));
     }
   });
 
@@ -44,11 +72,28 @@ describe('refused requests', () => {
     expect(message(r)).toMatch(/Campaign.*beyond the signed 64-bit range/);
   });
 
-  it('answers OPTIONS with 405 and the methods the resource takes', async () => {
-    for (const [path, allow] of [['/v3/REST/message', 'GET'], ['/v3/REST/message/4242', 'GET'], ['/v3/REST/eventcallbackurl', 'GET, POST']] as const) {
-      const r = await f.request('OPTIONS', path);
-      expect(r.status, path).toBe(405);
-      expect(r.headers['allow'], path).toBe(allow);
+  it('answers OPTIONS, TRACE and QUERY with 405 and the methods the resource takes, HEAD with GET', async () => {
+    const cases = [
+      ['/v3/REST/message', 'GET, HEAD'],
+      ['/v3/REST/message/4242', 'GET, HEAD'],
+      ['/v3/REST/eventcallbackurl', 'GET, POST, HEAD'],
+      ['/v3/REST/eventcallbackurl/1', 'GET, PUT, DELETE, HEAD'],
+    ] as const;
+    for (const [path, allow] of cases) {
+      for (const method of ['OPTIONS', 'TRACE', 'QUERY'] as const) {
+        const r = await f.request(method, path);
+        expect(r.status, `${method} ${path}`).toBe(405);
+        expect(r.headers['allow'], `${method} ${path}`).toBe(allow);
+        expect(message(r)).toBe(`Method ${method} is not allowed on this resource; use ${allow}`);
+      }
+    }
+  });
+
+  it('answers a method the server does not implement at all with 501 in the error envelope', async () => {
+    for (const method of ['PROPFIND', 'LOCK', 'SEARCH']) {
+      const r = await f.request(method, '/v3/REST/message');
+      expect(r.status, method).toBe(501);
+      expect(r.body).toEqual({ ErrorInfo: '', ErrorMessage: `Method ${method} is not implemented by this server; the API takes GET, HEAD, POST, PUT and DELETE`, StatusCode: 501 });
     }
   });
 

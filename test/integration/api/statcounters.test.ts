@@ -99,6 +99,9 @@ describe('GET /v3/REST/statcounters', () => {
     ['CounterSource=APIKey&CounterTiming=Message&CounterResolution=Lifetime&CampaignID=7', /CampaignID stands for CounterSource=Campaign/],
     ['CounterType=AML&CampaignID=7', /CampaignID stands for CounterSource=Campaign/],
     ['CampaignID=7&APIKeyID=1&CounterTiming=Message&CounterResolution=Lifetime', /APIKeyID stands for CounterSource=APIKey/],
+    ['CounterType=CML&CounterSource=APIKey&SourceID=7', /CounterType=CML stands for CounterSource=Campaign; it cannot be used with CounterSource=APIKey/],
+    ['CounterType=CML&CounterResolution=Day&SourceID=7&FromTS=1', /CounterType=CML stands for CounterResolution=Lifetime; it cannot be used with CounterResolution=Day/],
+    ['CounterType=CML&SourceID=8&CampaignID=7', /CampaignID stands for CounterSource=Campaign&SourceID=7; it cannot be used with SourceID=8/],
   ])('answers 400 naming the parameter for %s', async (qs, message) => {
     const res = await f.get(`/v3/REST/statcounters?${qs}`);
     expect(res.status).toBe(400);
@@ -108,13 +111,16 @@ describe('GET /v3/REST/statcounters', () => {
   it('accepts CounterType and the CampaignID shortcut', async () => {
     const res = await f.get('/v3/REST/statcounters?CounterType=CML&CampaignID=7');
     expect((res.body as { Data: { Total: number }[] }).Data).toEqual([expect.objectContaining({ Total: 2, SourceID: 7 })]);
+    // Saying the same thing twice is no conflict.
+    const same = await f.get('/v3/REST/statcounters?CounterType=cml&CounterSource=Campaign&SourceID=7&CampaignID=7');
+    expect((same.body as { Data: { Total: number }[] }).Data).toEqual([expect.objectContaining({ Total: 2, SourceID: 7 })]);
   });
 
   it('answers 401, 405 and 404 in the error envelope', async () => {
     expect((await f.get('/v3/REST/statcounters', null)).status).toBe(401);
     const post = await f.request('POST', '/v3/REST/statcounters', { body: {} });
     expect(post).toMatchObject({ status: 405, body: { StatusCode: 405 } });
-    expect(post.headers['allow']).toBe('GET');
+    expect(post.headers['allow']).toBe('GET, HEAD');
     // Whatever the body: the method is refused before any body is read.
     for (const [type, body] of [['text/plain', 'hello'], ['application/json', '{not json']] as const) {
       expect(await f.request('POST', '/v3/REST/statcounters', { body, headers: { 'content-type': type } })).toMatchObject({ status: 405, body: { StatusCode: 405 } });

@@ -53,6 +53,18 @@ describe('decodeEvent: every event type in Mailjet payload shapes', () => {
     expect(bounce?.blocked).toBe(false);
   });
 
+  it('reads an empty agent as no agent, and a country code without its spaces', () => {
+    const base = '"event":"open","time":1,"MessageID":1,"email":"a@b.co"';
+    const none = accept(`{${base}}`);
+    for (const agent of ['""', '"  "']) {
+      const row = accept(`{${base},"agent":${agent},"geo":" fr "}`);
+      expect([row.ua_platform, row.ua_client], agent).toEqual([none.ua_platform, none.ua_client]);
+      expect(row.geo).toBe('FR');
+    }
+    expect(none.ua_platform).toBeNull();
+    expect(accept(`{${base},"geo":"  "}`).geo).toBeNull();
+  });
+
   it('treats 0 and absent campaign/contact/list/sender ids as none', () => {
     const row = accept('{"event":"sent","time":1,"MessageID":1,"email":"a@b.co","mj_campaign_id":0}');
     expect([row.campaign_id, row.contact_id, row.list_id, row.sender_id]).toEqual(['0', '0', '0', '0']);
@@ -148,6 +160,32 @@ describe('EventID', () => {
     const b = accept('{"mj_campaign_id":"5","email":"a@b.co","MessageID":"19421777835146490","time":1,"event":"sent"}');
     expect(a.event_id).toBe(b.event_id);
     expect(a.event_id).toMatch(/^h:[A-Za-z0-9_-]{32}$/);
+  });
+
+  it('derives one id for spellings that decode to the same log row, on every path', () => {
+    const spellings = [
+      '{"event":"open","time":1700006410,"MessageID":6001,"email":"q@ex.com","mj_campaign_id":600}',
+      '{"event":"open","time":1700006410,"MessageID":"06001","email":"q@ex.com","mj_campaign_id":600}',
+      '{"event":"open","time":1700006410,"MessageID":" 6001 ","email":" q@ex.com ","mj_campaign_id":"0600"}',
+      '{"event":"open","time":1700006410,"MessageID":6001,"email":"q@ex.com","mj_campaign_id":600,"mj_list_id":0}',
+      '{"event":"open","time":1700006410,"MessageID":6001,"email":"q@ex.com","mj_campaign_id":600,"mj_contact_id":"0","mj_sender_id":null}',
+    ];
+    const ids = new Set<string>();
+    for (const text of spellings) {
+      ids.add(accept(text).event_id);
+      const bytes = decodeEventBytes(Buffer.from(text), ctx);
+      if (!bytes.ok) throw new Error(bytes.reason);
+      ids.add(bytes.row.event_id);
+    }
+    expect(ids.size).toBe(1);
+    // What the log row keeps apart still derives apart.
+    const other = [
+      '{"event":"open","time":1700006410,"MessageID":6001,"email":"q@ex.com","mj_campaign_id":600,"mj_list_id":5}',
+      '{"event":"open","time":1700006410,"MessageID":6001,"email":"Q@ex.com","mj_campaign_id":600}',
+      '{"event":"open","time":1700006410,"MessageID":6001,"email":"q@ex.com"}',
+      '{"event":"open","time":1700006410,"MessageID":6001,"email":"q@ex.com","mj_campaign_id":600,"agent":""}',
+    ].map((t) => accept(t).event_id);
+    expect(new Set([...ids, ...other]).size).toBe(5);
   });
 
   it('derives different ids for events that differ only in a field named __proto__, at any depth', () => {
