@@ -35,7 +35,8 @@ Exit codes:
   3    import / publish went through the file but left lines out: rejected by import
        (counted in its summary, listed with their reasons by dead-letters) or skipped
        by publish (each listed with its reason in its summary)
-  130  replay stopped by Ctrl-C
+  130  stopped by Ctrl-C: replay (the live tables untouched), import or publish (the
+       summary counts what was written; run it again for the rest)
 
 Configuration comes from environment variables (see .env.example).`;
 

@@ -1,5 +1,6 @@
-import { accessSync, constants, statSync } from 'node:fs';
+import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { createSecureContext } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { allowList, bool, int, natsServers, natsToken, retrySchedule, trustProxy, url } from './config-values.js';
@@ -198,6 +199,10 @@ export function loadConfig(env: Env = process.env): Config {
     const problem = file === undefined ? null : unreadableFileProblem(file);
     if (problem !== null) problems.push(`${name} ${problem} (got ${JSON.stringify(file)})`);
   }
+  if (problems.length === 0 && e.TLS_CERT !== undefined && e.TLS_KEY !== undefined) {
+    const problem = tlsPairProblem(e.TLS_CERT, e.TLS_KEY);
+    if (problem !== null) problems.push(`TLS_CERT and TLS_KEY are not a PEM certificate and its private key: ${problem}`);
+  }
   if (e.INGEST_WORKERS > 1 && e.DATABASE_URL === undefined) {
     problems.push('INGEST_WORKERS above 1 needs DATABASE_URL (the embedded database takes one writer)');
   }
@@ -292,4 +297,14 @@ function deepFreeze<T>(value: T): T {
     Object.freeze(value);
   }
   return value;
+}
+
+/** What Node's TLS says of a certificate and key file pair (not PEM, a key that is not the certificate's…), or null. */
+function tlsPairProblem(certFile: string, keyFile: string): string | null {
+  try {
+    createSecureContext({ cert: readFileSync(certFile), key: readFileSync(keyFile) });
+    return null;
+  } catch (err) {
+    return err instanceof Error ? err.message : String(err);
+  }
 }

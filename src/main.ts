@@ -158,6 +158,10 @@ export async function startService(config: Config, roles: readonly Role[], log: 
     if (ingest !== null) {
       sources.push({ name: 'mailtally_ingest_messages_total', help: 'NATS messages taken by this process, by outcome', read: () => ({ ...ingest.stats }) });
     }
+    const httpIngest = roles.includes('ingest') ? (await import('./ingest/http-ingest.js')).registerHttpIngest(http, { db, verifier, authFailures }) : null;
+    if (httpIngest !== null) {
+      sources.push({ name: 'mailtally_http_ingest_events_total', help: 'Events POST /v1/events took in this process, by outcome', read: () => ({ ...httpIngest }) });
+    }
     if (running !== null) {
       sources.push({
         name: 'mailtally_projector_total',
@@ -169,9 +173,8 @@ export async function startService(config: Config, roles: readonly Role[], log: 
     registerStatusRoute(http, {
       db: db.kysely,
       roles,
-      extra: () => ({ ...(ingest !== null ? { ingest: { ...ingest.stats, consuming: ingest.consuming } } : {}), ...(running !== null ? { projector: running.stats } : {}), ...(webhooks !== null ? { dispatcher: webhooks.stats } : {}) }),
+      extra: () => ({ ...(ingest !== null ? { ingest: { ...ingest.stats, consuming: ingest.consuming } } : {}), ...(httpIngest !== null ? { httpIngest: { ...httpIngest } } : {}), ...(running !== null ? { projector: running.stats } : {}), ...(webhooks !== null ? { dispatcher: webhooks.stats } : {}) }),
     });
-    if (roles.includes('ingest')) (await import('./ingest/http-ingest.js')).registerHttpIngest(http, { db, verifier, authFailures });
     if (roles.includes('api')) {
       const [{ registerOpenApi }, { registerRestApi }, { READ_MODELS_CHANNEL, ResponseCache }, { registerEventCallbackUrlRoutes }, { WEBHOOK_OPENAPI_PATHS }, { registerWebhookAdmin }] = await Promise.all([
         import('./api/openapi.js'),

@@ -9,6 +9,7 @@ import { contentKey } from '../log/dead-letters.js';
 import { TenantDirectory } from '../ingest/tenants.js';
 import { type JsonLine, type LineTenant, lineTenant, openJsonLines } from './jsonl.js';
 import { isApiKeyId } from '../events/schema.js';
+import { sayInterrupted, stopReadingOnCtrlC } from './interrupt.js';
 import { startProgress } from './progress.js';
 
 export interface ImportSummary {
@@ -24,12 +25,18 @@ export interface ImportSummary {
 export async function runImport(config: Config, path: string, opts: { apiKeyId: string | undefined; batchSize: number }): Promise<number> {
   if (opts.apiKeyId !== undefined && !isApiKeyId(opts.apiKeyId)) throw new Error('--api-key-id must be a positive 64-bit integer');
   const db = await connectDb(config.database, { application: 'mailtally:import' });
+  const ctrlC = stopReadingOnCtrlC('import');
   try {
     await migrateToLatest(db.kysely);
-    const summary = await importFile(db, path, { ...opts, pipeline: db.kind === 'postgres' ? 2 : 1 });
+    const summary = await importFile(db, path, { ...opts, pipeline: db.kind === 'postgres' ? 2 : 1, signal: ctrlC.signal });
     console.log(JSON.stringify(summary));
+    if (ctrlC.signal.aborted) {
+      sayInterrupted('import');
+      return 130;
+    }
     return summary.Rejected > 0 ? 3 : 0;
   } finally {
+    ctrlC.dispose();
     await db.close();
   }
 }
@@ -37,7 +44,7 @@ export async function runImport(config: Config, path: string, opts: { apiKeyId: 
 export async function importFile(
   db: Db,
   path: string,
-  opts: { apiKeyId: string | undefined; batchSize: number; pipeline: number; quiet?: boolean },
+  opts: { apiKeyId: string | undefined; batchSize: number; pipeline: number; quiet?: boolean; signal?: AbortSignal },
 ): Promise<ImportSummary> {
   const input = openJsonLines(path);
   const tenants = new TenantDirectory(db.kysely);
@@ -86,6 +93,7 @@ export async function importFile(
   };
   try {
     for await (const line of input.lines) {
+      if (opts.signal?.aborted === true) break;
       batch.push(line);
       if (batch.length >= opts.batchSize) await flush();
     }

@@ -12,11 +12,37 @@ export interface Progress {
   stop(): void;
 }
 
+/** The bars running, so that a Ctrl-C can stop them and give the terminal its cursor back. */
+const running = new Set<Progress>();
+
+/** Stops every bar startProgress started (each stops once; later updates are ignored). */
+export function stopProgressBars(): void {
+  for (const p of [...running]) p.stop();
+}
+
 /**
  * A progress bar on stderr (bytes of the input, events/s, ETA); when stderr is not a terminal,
  * a plain line every few seconds instead.
  */
 export function startProgress(label: string, totalBytes: number): Progress {
+  const inner = progressOn(label, totalBytes);
+  let stopped = false;
+  const p: Progress = {
+    update: (bytes, c) => {
+      if (!stopped) inner.update(bytes, c);
+    },
+    stop: () => {
+      if (stopped) return;
+      stopped = true;
+      running.delete(p);
+      inner.stop();
+    },
+  };
+  running.add(p);
+  return p;
+}
+
+function progressOn(label: string, totalBytes: number): Progress {
   const started = Date.now();
   const rate = (events: number) => Math.round(events / Math.max((Date.now() - started) / 1000, 0.001));
   if (process.stderr.isTTY) {

@@ -9,6 +9,7 @@ import { connectNats } from '../ingest/nats-connect.js';
 import { ensureStream } from '../ingest/nats-stream.js';
 import { type JsonLine, lineTenant, openJsonLines } from './jsonl.js';
 import { isApiKeyId } from '../events/schema.js';
+import { sayInterrupted, stopReadingOnCtrlC } from './interrupt.js';
 import { startProgress } from './progress.js';
 
 interface PublishSummary {
@@ -25,25 +26,37 @@ interface PublishSummary {
  */
 export async function runPublish(config: Config, path: string, opts: { apiKeyId: string | undefined; url: string | undefined }): Promise<number> {
   if (opts.apiKeyId !== undefined && !isApiKeyId(opts.apiKeyId)) throw new Error('--api-key-id must be a positive 64-bit integer');
-  const summary = config.nats !== null ? await publishToNats(config, path, opts.apiKeyId) : await publishToHttp(config, path, opts.url);
-  console.log(JSON.stringify(summary));
-  return summary.Skipped.length > 0 ? 3 : 0;
+  const ctrlC = stopReadingOnCtrlC('publish');
+  try {
+    const summary = config.nats !== null ? await publishToNats(config, path, opts.apiKeyId, ctrlC.signal) : await publishToHttp(config, path, opts.url, ctrlC.signal);
+    console.log(JSON.stringify(summary));
+    if (ctrlC.signal.aborted) {
+      sayInterrupted('publish');
+      return 130;
+    }
+    return summary.Skipped.length > 0 ? 3 : 0;
+  } finally {
+    ctrlC.dispose();
+  }
 }
 
-async function publishToNats(config: Config, path: string, apiKeyIdFlag: string | undefined): Promise<PublishSummary> {
+async function publishToNats(config: Config, path: string, apiKeyIdFlag: string | undefined, signal: AbortSignal): Promise<PublishSummary> {
   const nats = config.nats;
   if (nats === null) throw new Error('NATS_URL is not set');
-  const nc = await connectNats({ servers: [...nats.servers], name: 'mailtally-publish' });
-  await ensureStream(await jetstreamManager(nc), nats);
-  const js = jetstream(nc);
   const input = openJsonLines(path);
-  const progress = startProgress('publish', input.size);
+  const nc = await connectNats({ servers: [...nats.servers], name: 'mailtally-publish' });
+  // Closed however the run ends: an open connection would keep the process from exiting.
+  let progress: ReturnType<typeof startProgress> | null = null;
   const summary: PublishSummary = { Published: 0, Duplicates: 0, Skipped: [] };
   const inFlight = new Set<Promise<void>>();
   try {
+    await ensureStream(await jetstreamManager(nc), nats);
+    const js = jetstream(nc);
+    progress = startProgress('publish', input.size);
     // The server's limit on one message (1 MiB unless configured otherwise).
     const maxPayload = nc.info?.max_payload ?? MAX_EVENT_BYTES;
     for await (const line of input.lines) {
+      if (signal.aborted) break;
       const target = natsTarget(line, apiKeyIdFlag, nats.subjectPrefix, maxPayload);
       if (!target.ok) {
         summary.Skipped.push({ Line: line.lineNo, Reason: target.reason });
@@ -68,7 +81,7 @@ async function publishToNats(config: Config, path: string, apiKeyIdFlag: string 
     }
     await Promise.all(inFlight);
   } finally {
-    progress.stop();
+    progress?.stop();
     await nc.drain();
   }
   summary.Skipped.sort((a, b) => a.Line - b.Line);
@@ -122,7 +135,7 @@ function fetchCause(err: unknown): string {
 /** Tries of one request that answers 503 (about 30 s in all) before publish gives up. */
 const HTTP_ATTEMPTS = 6;
 
-async function publishToHttp(config: Config, path: string, urlFlag: string | undefined): Promise<PublishSummary> {
+async function publishToHttp(config: Config, path: string, urlFlag: string | undefined, signal: AbortSignal): Promise<PublishSummary> {
   const { apiKey, secretKey } = config.client;
   if (apiKey === null || secretKey === null) {
     throw new Error('Without NATS_URL, publish posts to the HTTP ingest: set MAILTALLY_API_KEY and MAILTALLY_SECRET_KEY (from `mailtally keys create`)');
@@ -164,6 +177,7 @@ async function publishToHttp(config: Config, path: string, urlFlag: string | und
   };
   try {
     for await (const line of input.lines) {
+      if (signal.aborted) break;
       if (line.problem !== undefined) {
         summary.Skipped.push({ Line: line.lineNo, Reason: line.problem });
         continue;

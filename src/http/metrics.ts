@@ -37,7 +37,7 @@ export interface MetricsDeps {
 
 export function registerMetrics(app: FastifyInstance, deps: MetricsDeps): Registry {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'mailtally_process_' });
+  collectDefaultMetrics({ register: registry, prefix: 'mailtally_' });
 
   const requests = new Counter({ name: 'mailtally_http_requests_total', help: 'HTTP requests by route and status', labelNames: ['method', 'route', 'status'] as const, registers: [registry] });
   const latency = new Histogram({
@@ -54,7 +54,7 @@ export function registerMetrics(app: FastifyInstance, deps: MetricsDeps): Regist
     latency.observe({ method: req.method, route }, reply.elapsedTime / 1000);
   });
 
-  const head = new Gauge({ name: 'mailtally_log_head_position', help: 'Highest committed log position; positions have gaps (an insert dropped as a duplicate uses one up), so its rate is not the ingest rate: see mailtally_ingest_messages_total{outcome="stored"}', registers: [registry] });
+  const head = new Gauge({ name: 'mailtally_log_head_position', help: 'Highest committed log position; positions have gaps (an insert dropped as a duplicate uses one up), so its rate is not the ingest rate: see mailtally_ingest_messages_total{outcome="stored"} (NATS) and mailtally_http_ingest_events_total{outcome="stored"} (POST /v1/events)', registers: [registry] });
   const lag = new Gauge({ name: 'mailtally_reader_lag_events', help: 'Events between the log head and each reader (projection, dispatcher)', labelNames: ['reader'] as const, registers: [registry] });
   const up = new Gauge({ name: 'mailtally_database_up', help: '1 when the database answered the last scrape', registers: [registry] });
 

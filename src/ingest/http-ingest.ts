@@ -20,12 +20,20 @@ export interface IngestSummary {
   Errors: { Index: number; Reason: string }[];
 }
 
+/** Events POST /v1/events took in this process, by what became of them (/metrics, /status). */
+export interface HttpIngestStats {
+  stored: number;
+  duplicates: number;
+  deadLettered: number;
+}
+
 /**
  * POST /v1/events: a JSON array of raw events (at most 1000) for the authenticated key.
  * Valid events are appended (duplicates skipped), invalid ones dead-lettered, all in one
- * transaction; the answer says which was which.
+ * transaction; the answer says which was which. Returns the counts it keeps.
  */
-export function registerHttpIngest(app: FastifyInstance, deps: { db: Db; verifier: KeyVerifier; authFailures?: AuthFailures }): void {
+export function registerHttpIngest(app: FastifyInstance, deps: { db: Db; verifier: KeyVerifier; authFailures?: AuthFailures }): HttpIngestStats {
+  const stats: HttpIngestStats = { stored: 0, duplicates: 0, deadLettered: 0 };
   const auth = authenticateFirst(deps.verifier, deps.authFailures, { writes: true, readOnlyMessage: 'This API key is read-only: it may not send events.' });
   // Credentials are checked before the body is read (up to MAX_BODY_BYTES); the body arrives as
   // text (`jsonText`): each event is parsed on its own (event-array.ts).
@@ -74,6 +82,10 @@ export function registerHttpIngest(app: FastifyInstance, deps: { db: Db; verifie
       Rejected: errors.length,
       Errors: errors,
     };
+    stats.stored += summary.Accepted;
+    stats.duplicates += summary.Duplicates;
+    stats.deadLettered += summary.Rejected;
     return reply.code(200).send(summary);
   });
+  return stats;
 }

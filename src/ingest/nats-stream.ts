@@ -36,9 +36,17 @@ export async function ensureStream(jsm: JetStreamManager, s: StreamSettings): Pr
         duplicate_window: nanos(2 * 60 * 1000),
       });
     } catch (addErr) {
-      // Another ingest process created it first.
       if (!(addErr instanceof JetStreamApiError)) throw addErr;
-      await jsm.streams.info(s.stream);
+      // Another process may have created it first; if not, the server's refusal is the reason
+      // (subjects another stream already takes, a limit of the account…).
+      try {
+        await jsm.streams.info(s.stream);
+      } catch {
+        throw new Error(
+          `Could not create the NATS stream ${s.stream} (NATS_STREAM) for subjects ${subjects.join(', ')} (NATS_SUBJECT_PREFIX): ${addErr.message}`,
+          { cause: addErr },
+        );
+      }
     }
   }
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
+import { PROJECTIONS } from '../../projections/index.js';
 import type { Projection } from '../../projections/kit/types.js';
 import { DEFAULT_REPLAY_COUNTER_ROWS } from '../config.js';
 import type { Db } from '../db/connect.js';
@@ -7,7 +8,7 @@ import { logHead } from '../log/read.js';
 import { holdLeases, REPLAY_LEASE_MS } from '../log/leases.js';
 import { computeBatch, type Cursor } from './batch.js';
 import { compareWithLive, type TableDifference } from './compare-with-live.js';
-import { CounterSpill } from './counter-spill.js';
+import { CounterSpill, SPILL } from './counter-spill.js';
 import { createShadowStatements, loadCountersAndIndex } from './finish-shadows.js';
 import { foldLog } from './fold-log.js';
 import { buildShadowsBySql, hasSetBasedSql } from './set-rebuild.js';
@@ -86,6 +87,7 @@ export async function replay(db: Db, projections: readonly Projection[], options
     throw new Error(`A replay of ${leases.taken.slice('replay:'.length)} is already running (an interrupted one lets go within ${REPLAY_LEASE_MS / 1000} s)`);
   }
   try {
+    await dropLeftWorkTables(db, PROJECTIONS.filter((p) => !projections.some((q) => q.name === p.name)), owner);
     return await rebuild(db, projections, options);
   } catch (err) {
     // Stopped (Ctrl-C) or failed: its shadow tables go too, while it still holds their leases.
@@ -97,6 +99,26 @@ export async function replay(db: Db, projections: readonly Projection[], options
     throw err;
   } finally {
     await leases.release();
+  }
+}
+
+/**
+ * The work tables a replay could not drop (killed, quit at a second Ctrl-C, its database gone),
+ * of projections this run does not rebuild: dropped when no replay of theirs is running, that
+ * is when their lease is free. Those of the projections it rebuilds go as it builds.
+ */
+async function dropLeftWorkTables(db: Db, others: readonly Projection[], owner: string): Promise<void> {
+  for (const p of others) {
+    const names = p.tables.flatMap((t) => [`${t.name}${SHADOW}`, ...(t.kind === 'counters' ? [`${t.name}${SPILL}`] : [])]);
+    const left = await sql<{ name: string }>`SELECT name FROM unnest(${names}::text[]) AS name WHERE to_regclass(name) IS NOT NULL`.execute(db.kysely);
+    if (left.rows.length === 0) continue;
+    const lease = await holdLeases(db.kysely, [`replay:${p.name}`], owner, REPLAY_LEASE_MS);
+    if (!lease.ok) continue; // a replay of it is running: its tables are its own
+    try {
+      await execAll(db.kysely, left.rows.map((r) => `DROP TABLE IF EXISTS ${r.name}`));
+    } finally {
+      await lease.release();
+    }
   }
 }
 

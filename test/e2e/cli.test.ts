@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { KeyVerifier, createApiKey } from '../../src/keys/key-store.js';
 import { BIG_MESSAGE_ID } from '../support/events.js';
 import { type TestEnv, createTestEnv, waitFor } from '../support/harness.js';
-import { deleteStreamQuietly, openJetStream } from '../support/jetstream.js';
+import { createStream, deleteStreamQuietly, openJetStream } from '../support/jetstream.js';
 import { freePort, runCli, spawnCli, stopAll } from '../support/processes.js';
 import { createTestDatabase } from '../support/services.js';
 
@@ -150,6 +150,57 @@ describe('import', () => {
   });
 });
 
+describe('Ctrl-C in import and publish', () => {
+  const bigFile = (name: string, n: number) => {
+    const path = join(dir, `${name}.jsonl`);
+    writeFileSync(path, `${Array.from({ length: n }, (_, i) => line(event(i, { EventID: `${name}-${i}` }))).join('\n')}\n`);
+    return path;
+  };
+  const stored = async (prefix: string) =>
+    Number((await sql<{ n: bigint }>`SELECT count(*) AS n FROM events WHERE event_id LIKE ${`${prefix}-%`}`.execute(t.db.kysely)).rows[0]?.n);
+
+  it('import: the first Ctrl-C stops the reading, writes what was read and sums it up (exit 130); a rerun stores the rest', { timeout: 120_000 }, async () => {
+    const path = bigFile('ctrlc', 200_000);
+    const run = spawnCli(['import', path, '--api-key-id', t.key.APIKeyID, '--batch-size', '200'], { env: dbEnv });
+    await waitFor('the first batches in the log', async () => (await stored('ctrlc')) > 0, 60_000, 20);
+    run.signal('SIGINT');
+    const exit = await run.waitForExit(30_000);
+    expect(exit.code, run.describe()).toBe(130);
+    const summary = lastJson(run.stdout) as { Imported: number; Duplicates: number; Rejected: number };
+    expect(summary.Imported).toBeGreaterThan(0);
+    expect(summary.Imported).toBeLessThan(200_000);
+    expect(summary.Imported).toBe(await stored('ctrlc'));
+    expect(run.stderr).toMatch(/Stopping: what was read is still written/);
+    expect(run.stderr).toMatch(/Interrupted: the summary above counts what was written; run import again/);
+
+    const again = await runCli(['import', path, '--api-key-id', t.key.APIKeyID, '--batch-size', '5000'], { env: dbEnv, timeoutMs: 90_000 });
+    expect(again.code, again.stderr).toBe(0);
+    expect(lastJson(again.stdout)).toEqual({ Imported: 200_000 - summary.Imported, Duplicates: summary.Imported, Rejected: 0 });
+  });
+
+  it('publish to NATS: the first Ctrl-C stops the reading, waits for the acks of what was sent and sums it up (exit 130)', { timeout: 120_000 }, async () => {
+    const path = bigFile('ctrlcpub', 200_000);
+    const h = await openJetStream(t.env['NATS_URL'] as string);
+    const stream = t.env['NATS_STREAM'] as string;
+    try {
+      await h.jsm.streams.info(stream).catch(() => createStream(h, stream, t.env['NATS_SUBJECT_PREFIX'] as string));
+      const before = (await h.jsm.streams.info(stream)).state.messages;
+      const run = spawnCli(['publish', path, '--api-key-id', t.key.APIKeyID], { env: t.env });
+      await waitFor('the first messages on the stream', async () => (await h.jsm.streams.info(stream)).state.messages > before, 60_000, 20);
+      run.signal('SIGINT');
+      const exit = await run.waitForExit(30_000);
+      expect(exit.code, run.describe()).toBe(130);
+      const summary = lastJson(run.stdout) as { Published: number; Duplicates: number; Skipped: unknown[] };
+      expect(summary.Published).toBeGreaterThan(0);
+      expect(summary.Published).toBeLessThan(200_000);
+      expect(summary.Published).toBe((await h.jsm.streams.info(stream)).state.messages - before);
+      expect(run.stderr).toMatch(/Interrupted: the summary above counts what was written; run publish again/);
+    } finally {
+      await h.close();
+    }
+  });
+});
+
 describe('dead-letters', () => {
   it('--limit 5 prints the five newest as JSON lines, oldest first', async () => {
     const r = await runCli(['dead-letters', '--limit', '5'], { env: dbEnv });
@@ -223,6 +274,26 @@ describe('publish', () => {
     expect(r.code, r.stderr).toBe(3);
     expect(lastJson(r.stdout)).toEqual({ Published: 1500, Duplicates: 0, Skipped: [{ Line: 700, Reason: 'email: is required' }] });
     expect(await countFor(key.APIKeyID)).toBe(1500);
+  });
+
+  it('with NATS_URL: a file that is not there, or a stream the server will not create, exits 1 with the reason (not a hang)', { timeout: 60_000 }, async () => {
+    const missing = await runCli(['publish', join(dir, 'no-such-file.jsonl'), '--api-key-id', '1'], { env: t.env, timeoutMs: 20_000 });
+    expect({ code: missing.code, stderr: missing.stderr.trim() }).toEqual({ code: 1, stderr: expect.stringMatching(/^mailtally: .*no-such-file\.jsonl/) });
+
+    // Another stream already takes the subjects: the server refuses the new one, and says why.
+    const stream = t.env['NATS_STREAM'] as string;
+    const prefix = t.env['NATS_SUBJECT_PREFIX'] as string;
+    const h = await openJetStream(t.env['NATS_URL'] as string);
+    try {
+      await h.jsm.streams.info(stream).catch(() => createStream(h, stream, prefix));
+    } finally {
+      await h.close();
+    }
+    const path = join(dir, 'overlap.jsonl');
+    writeFileSync(path, `${line(event(1))}\n`);
+    const overlap = await runCli(['publish', path, '--api-key-id', '1'], { env: { ...t.env, NATS_STREAM: `${stream}_OTHER` }, timeoutMs: 20_000 });
+    expect(overlap.code, overlap.stderr).toBe(1);
+    expect(overlap.stderr).toMatch(new RegExp(`Could not create the NATS stream ${stream}_OTHER \\(NATS_STREAM\\) for subjects ${prefix.replace(/\./g, '\\.')}\\.> \\(NATS_SUBJECT_PREFIX\\): .*overlap`));
   });
 
   it('without NATS_URL, to an address where nothing listens: exits 1 naming the URL, where it came from and the cause', async () => {

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sampleEvents, withBareMessageId } from '../support/events.js';
+import { waitFor } from '../support/harness.js';
 import { Proc, REPO_ROOT, freePort, stopAll } from '../support/processes.js';
 
 /**
@@ -65,10 +66,20 @@ describe('fresh clone', () => {
     expect(await posted.json()).toEqual({ Accepted: 10, Duplicates: 0, Rejected: 0, Errors: [] });
     expect(await (await fetch(`${url}/status`)).json()).toMatchObject({ log: { head: 10 } });
 
-    // Stop the whole process group (npm and the node it started): the service drains and lets go of ./data.
-    start.signal('SIGTERM');
+    // SIGTERM to npm alone, as a process manager stops `npm start`: the service itself drains,
+    // exits and lets go of ./data (npm's shell must not keep the signal from it).
+    process.kill(start.pid, 'SIGTERM');
     await start.waitForExit(15_000);
-    await expect(fetch(`${url}/status`)).rejects.toThrow();
-    expect(existsSync(join(clone, 'data', 'mailtally.pid'))).toBe(false);
+    try {
+      await waitFor('the service to stop after npm was told to', async () => !existsSync(join(clone, 'data', 'mailtally.pid')), 15_000, 100);
+      await expect(fetch(`${url}/status`)).rejects.toThrow();
+    } finally {
+      // Whatever is left of the group (npm has exited), if the test failed.
+      try {
+        process.kill(-start.pid, 'SIGKILL');
+      } catch {
+        // nothing left
+      }
+    }
   });
 });

@@ -264,3 +264,24 @@ describe('GET /status', () => {
     expect(body.deadLetters).toBe(9); // the rejects of the tests above
   });
 });
+
+describe('GET /metrics and /status: what POST /v1/events took', () => {
+  const counts = async () => {
+    const text = await (await fetch(`${base}/metrics`)).text();
+    const metric = (outcome: string) => Number(new RegExp(`^mailtally_http_ingest_events_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 'NaN');
+    const status = (await (await fetch(`${base}/status`)).json()) as { httpIngest?: Record<string, number> };
+    return { metrics: { stored: metric('stored'), duplicates: metric('duplicates'), deadLettered: metric('deadLettered') }, status: status.httpIngest, text };
+  };
+
+  it('counts events stored, duplicates and dead letters, and names Node’s own metrics once', async () => {
+    const before = await counts();
+    const fresh = { event: 'sent', time: 1_700_000_000, MessageID: 991, email: 'm@example.com', EventID: 'metrics-1' };
+    const res = await post(JSON.stringify([fresh, fresh, { event: 'sent', time: 1 }]));
+    expect(res.body).toMatchObject({ Accepted: 1, Duplicates: 1, Rejected: 1 });
+    const after = await counts();
+    expect(after.metrics).toEqual({ stored: before.metrics.stored + 1, duplicates: before.metrics.duplicates + 1, deadLettered: before.metrics.deadLettered + 1 });
+    expect(after.status).toEqual(after.metrics);
+    expect(after.text).toMatch(/^mailtally_process_cpu_seconds_total /m);
+    expect(after.text).not.toMatch(/mailtally_process_process_|mailtally_process_nodejs_/);
+  });
+});

@@ -4,6 +4,7 @@ import { PROJECTIONS } from '../../projections/index.js';
 import type { Db } from '../../src/db/connect.js';
 import { replay } from '../../src/projector/replay.js';
 import { copyEventsByMessage } from '../../src/projector/copy-reader.js';
+import { holdLeases } from '../../src/log/leases.js';
 import { logHead } from '../../src/log/read.js';
 import type { LogEvent } from '../../projections/kit/types.js';
 import type pg from 'pg';
@@ -127,6 +128,25 @@ describe.each(DIALECTS)('replay on %s', (dialect) => {
     await replay(db, PROJECTIONS, { readBatch: 13, catchUpBatch: 100, mode: 'verify' });
     const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_class WHERE relname LIKE 'replay\_facts\_%'`.execute(db.kysely);
     expect(rows[0]?.n).toBe(0);
+  });
+
+  // A run killed (or quit at a second Ctrl-C) leaves its work tables; a later run of other
+  // projections drops them, unless a replay of theirs is running.
+  it('drops the work tables a killed run of other projections left, not those of a running one', async () => {
+    await sql.raw('CREATE TABLE statcounters__shadow (n int)').execute(db.kysely);
+    await sql.raw('CREATE UNLOGGED TABLE statcounters__spill (n int)').execute(db.kysely);
+    await sql.raw('CREATE TABLE geo_stats__shadow (n int)').execute(db.kysely);
+    const running = await holdLeases(db.kysely, ['replay:geo'], 'another-replay', 60_000);
+    if (!running.ok) throw new Error('lease not taken');
+    try {
+      const subset = PROJECTIONS.filter((p) => p.name === 'recipient-esp');
+      await replay(db, subset, { readBatch: 13, catchUpBatch: 100 });
+      const { rows } = await sql<{ name: string }>`SELECT relname AS name FROM pg_class WHERE relkind = 'r' AND (relname LIKE '%\_\_shadow' OR relname LIKE '%\_\_spill') ORDER BY 1`.execute(db.kysely);
+      expect(rows.map((r) => r.name)).toEqual(['geo_stats__shadow']);
+    } finally {
+      await running.release();
+      await sql.raw('DROP TABLE IF EXISTS geo_stats__shadow').execute(db.kysely);
+    }
   });
 
   // Ctrl-C reaches `mailtally replay` as a signal handler, which runs only when the event loop

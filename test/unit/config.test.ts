@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 
 const THIS_FILE = fileURLToPath(import.meta.url);
+const TLS = (name: string) => fileURLToPath(new URL(`../fixtures/tls/${name}`, import.meta.url));
 
 function problems(env: Record<string, string>): string[] {
   try {
@@ -87,8 +88,12 @@ describe('loadConfig', () => {
     expect(problems({ TLS_CERT: THIS_FILE })).toEqual(['TLS_CERT and TLS_KEY must be set together']);
   });
 
-  it('checks at once that TLS_CERT and TLS_KEY name files it can read', () => {
-    expect(loadConfig({ TLS_CERT: THIS_FILE, TLS_KEY: THIS_FILE }).http.tls).toEqual({ certFile: THIS_FILE, keyFile: THIS_FILE });
+  it('checks at once that TLS_CERT and TLS_KEY name files it can read, holding a certificate and its key', () => {
+    const cert = TLS('cert.pem');
+    const key = TLS('key.pem');
+    expect(loadConfig({ TLS_CERT: cert, TLS_KEY: key }).http.tls).toEqual({ certFile: cert, keyFile: key });
+    expect(problems({ TLS_CERT: THIS_FILE, TLS_KEY: THIS_FILE })).toEqual([expect.stringMatching(/^TLS_CERT and TLS_KEY are not a PEM certificate and its private key: .+/)]);
+    expect(problems({ TLS_CERT: cert, TLS_KEY: cert })).toEqual([expect.stringMatching(/^TLS_CERT and TLS_KEY are not a PEM certificate and its private key: .+/)]);
     expect(problems({ TLS_CERT: '/nonexistent/cert.pem', TLS_KEY: dirname(THIS_FILE) })).toEqual([
       'TLS_CERT names no file (got "/nonexistent/cert.pem")',
       `TLS_KEY must be a file, not a directory (got ${JSON.stringify(dirname(THIS_FILE))})`,
