@@ -4,15 +4,15 @@ import { stringifyExactJson } from './exact-json.js';
 /** Fields that describe the id or the tenant, not the event: left out of the derived id. */
 const NOT_CANONICAL = new Set(['EventID', 'APIKeyID']);
 const ID_FIELDS = new Set(['MessageID', 'mj_campaign_id', 'mj_contact_id', 'mj_list_id', 'mj_sender_id', 'mj_message_id']);
-/** Ids where 0 (or null) means none, as if the field were absent (CONTRACT §1). */
-const NONE_WHEN_ZERO = new Set(['mj_campaign_id', 'mj_contact_id', 'mj_list_id', 'mj_sender_id']);
 
 /**
  * The EventID of an event that came without one: a hash of its canonical form (keys sorted,
- * tenant included), so publishing the same event twice is a duplicate however it was spelt, as
- * long as it decodes to the same log row: any key order; ids as decimal digits whether sent as
- * numbers or strings, with spaces or leading zeros; `mj_*_id` 0 or null as absent; the
- * recipient address without surrounding spaces. Other fields are hashed as sent.
+ * tenant included), so publishing the same event twice is a duplicate whatever its key order,
+ * its ids' spelling (numbers or strings of digits, with spaces or leading zeros) or the spaces
+ * around its address. Other fields are hashed as sent: an `mj_*_id` of 0 and the field left
+ * out mean the same to the read models, but not here, since a producer sending the same event
+ * again sends the same fields, and treating them alike would change the id of every event
+ * already stored with such a field (a re-import would then store it again).
  */
 export function deriveEventId(apiKeyId: string, raw: Record<string, unknown>): string {
   const entries: [string, unknown][] = [['@tenant', apiKeyId]];
@@ -20,9 +20,7 @@ export function deriveEventId(apiKeyId: string, raw: Record<string, unknown>): s
     if (NOT_CANONICAL.has(key)) continue;
     const value = raw[key];
     if (ID_FIELDS.has(key)) {
-      const id = decimalId(value);
-      if (NONE_WHEN_ZERO.has(key) && (id === '0' || value === null)) continue;
-      entries.push([key, id ?? sortKeys(value)]);
+      entries.push([key, decimalId(value) ?? sortKeys(value)]);
     } else if (key === 'email' && typeof value === 'string') {
       entries.push([key, value.trim()]);
     } else {
