@@ -9,7 +9,7 @@ import { contentKey } from '../log/dead-letters.js';
 import { TenantDirectory } from '../ingest/tenants.js';
 import { type JsonLine, type LineTenant, lineTenant, openJsonLines } from './jsonl.js';
 import { isApiKeyId } from '../events/schema.js';
-import { sayInterrupted, stopReadingOnCtrlC } from './interrupt.js';
+import { CtrlC } from './interrupt.js';
 import { startProgress } from './progress.js';
 
 export interface ImportSummary {
@@ -25,16 +25,12 @@ export interface ImportSummary {
 export async function runImport(config: Config, path: string, opts: { apiKeyId: string | undefined; batchSize: number }): Promise<number> {
   if (opts.apiKeyId !== undefined && !isApiKeyId(opts.apiKeyId)) throw new Error('--api-key-id must be a positive 64-bit integer');
   const db = await connectDb(config.database, { application: 'mailtally:import' });
-  const ctrlC = stopReadingOnCtrlC('import');
+  const ctrlC = new CtrlC('import');
   try {
     await migrateToLatest(db.kysely);
-    const summary = await importFile(db, path, { ...opts, pipeline: db.kind === 'postgres' ? 2 : 1, signal: ctrlC.signal });
+    const summary = await importFile(db, path, { ...opts, pipeline: db.kind === 'postgres' ? 2 : 1, ctrlC });
     console.log(JSON.stringify(summary));
-    if (ctrlC.signal.aborted) {
-      sayInterrupted('import');
-      return 130;
-    }
-    return summary.Rejected > 0 ? 3 : 0;
+    return ctrlC.finish() ?? (summary.Rejected > 0 ? 3 : 0);
   } finally {
     ctrlC.dispose();
     await db.close();
@@ -44,7 +40,7 @@ export async function runImport(config: Config, path: string, opts: { apiKeyId: 
 export async function importFile(
   db: Db,
   path: string,
-  opts: { apiKeyId: string | undefined; batchSize: number; pipeline: number; quiet?: boolean; signal?: AbortSignal },
+  opts: { apiKeyId: string | undefined; batchSize: number; pipeline: number; quiet?: boolean; ctrlC?: CtrlC },
 ): Promise<ImportSummary> {
   const input = openJsonLines(path);
   const tenants = new TenantDirectory(db.kysely);
@@ -91,9 +87,13 @@ export async function importFile(
     inFlight.add(job);
     batch = [];
   };
+  const stopping = opts.ctrlC?.watch();
   try {
     for await (const line of input.lines) {
-      if (opts.signal?.aborted === true) break;
+      if (stopping?.aborted === true) {
+        (opts.ctrlC as CtrlC).stoppedEarly = true;
+        break;
+      }
       batch.push(line);
       if (batch.length >= opts.batchSize) await flush();
     }

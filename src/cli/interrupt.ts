@@ -1,32 +1,47 @@
 import { stopProgressBars } from './progress.js';
 
 /**
- * Ctrl-C for a command that goes through a file in batches (import, publish): the first stops
- * the reading, and what was read is still written, counted and summed up; the second quits at
- * once. Either way the progress bar gives the terminal back its cursor.
+ * Ctrl-C for a command that goes through a file in batches (import, publish), from the moment
+ * its reading starts: the first stops the reading, and what was read is still written, counted
+ * and summed up; the second quits at once. Either way the progress bar gives the terminal back
+ * its cursor. Before the reading (connecting, migrating) Ctrl-C quits as usual.
  */
-export interface CtrlC {
-  /** Aborted at the first Ctrl-C: the command's loop reads no further. */
-  readonly signal: AbortSignal;
-  dispose(): void;
-}
+export class CtrlC {
+  readonly #controller = new AbortController();
+  readonly #command: string;
+  #watching = false;
+  /** The reading loop left the file before its end. */
+  stoppedEarly = false;
 
-export function stopReadingOnCtrlC(command: string): CtrlC {
-  const controller = new AbortController();
-  const onSigint = () => {
+  constructor(command: string) {
+    this.#command = command;
+  }
+
+  readonly #onSigint = () => {
     stopProgressBars();
-    if (controller.signal.aborted) {
-      console.error(`\nInterrupted: what was in flight may or may not be stored; run ${command} again (what is stored already counts as Duplicates).`);
+    if (this.#controller.signal.aborted) {
+      console.error(`\nInterrupted: what was in flight may or may not be stored; run ${this.#command} again (what is stored already counts as Duplicates).`);
       process.exit(130);
     }
     console.error('\nStopping: what was read is still written (Ctrl-C again to quit at once)…');
-    controller.abort();
+    this.#controller.abort();
   };
-  process.on('SIGINT', onSigint);
-  return { signal: controller.signal, dispose: () => process.off('SIGINT', onSigint) };
-}
 
-/** The last words of a run Ctrl-C stopped, after its summary on stdout. */
-export function sayInterrupted(command: string): void {
-  console.error(`Interrupted: the summary above counts what was written; run ${command} again for the rest (what is stored already counts as Duplicates).`);
+  /** Starts listening, as the reading begins; the loop checks the signal before each line. */
+  watch(): AbortSignal {
+    if (!this.#watching) process.on('SIGINT', this.#onSigint);
+    this.#watching = true;
+    return this.#controller.signal;
+  }
+
+  dispose(): void {
+    process.off('SIGINT', this.#onSigint);
+  }
+
+  /** After the summary on stdout: says so and gives the exit code (130) if the reading stopped early, else null. */
+  finish(): number | null {
+    if (!this.stoppedEarly) return null;
+    console.error(`Interrupted: the summary above counts what was written; run ${this.#command} again for the rest (what is stored already counts as Duplicates).`);
+    return 130;
+  }
 }

@@ -9,7 +9,7 @@ import { connectNats } from '../ingest/nats-connect.js';
 import { ensureStream } from '../ingest/nats-stream.js';
 import { type JsonLine, lineTenant, openJsonLines } from './jsonl.js';
 import { isApiKeyId } from '../events/schema.js';
-import { sayInterrupted, stopReadingOnCtrlC } from './interrupt.js';
+import { CtrlC } from './interrupt.js';
 import { startProgress } from './progress.js';
 
 interface PublishSummary {
@@ -26,21 +26,17 @@ interface PublishSummary {
  */
 export async function runPublish(config: Config, path: string, opts: { apiKeyId: string | undefined; url: string | undefined }): Promise<number> {
   if (opts.apiKeyId !== undefined && !isApiKeyId(opts.apiKeyId)) throw new Error('--api-key-id must be a positive 64-bit integer');
-  const ctrlC = stopReadingOnCtrlC('publish');
+  const ctrlC = new CtrlC('publish');
   try {
-    const summary = config.nats !== null ? await publishToNats(config, path, opts.apiKeyId, ctrlC.signal) : await publishToHttp(config, path, opts.url, ctrlC.signal);
+    const summary = config.nats !== null ? await publishToNats(config, path, opts.apiKeyId, ctrlC) : await publishToHttp(config, path, opts.url, ctrlC);
     console.log(JSON.stringify(summary));
-    if (ctrlC.signal.aborted) {
-      sayInterrupted('publish');
-      return 130;
-    }
-    return summary.Skipped.length > 0 ? 3 : 0;
+    return ctrlC.finish() ?? (summary.Skipped.length > 0 ? 3 : 0);
   } finally {
     ctrlC.dispose();
   }
 }
 
-async function publishToNats(config: Config, path: string, apiKeyIdFlag: string | undefined, signal: AbortSignal): Promise<PublishSummary> {
+async function publishToNats(config: Config, path: string, apiKeyIdFlag: string | undefined, ctrlC: CtrlC): Promise<PublishSummary> {
   const nats = config.nats;
   if (nats === null) throw new Error('NATS_URL is not set');
   const input = openJsonLines(path);
@@ -53,10 +49,14 @@ async function publishToNats(config: Config, path: string, apiKeyIdFlag: string 
     await ensureStream(await jetstreamManager(nc), nats);
     const js = jetstream(nc);
     progress = startProgress('publish', input.size);
+    const stopping = ctrlC.watch();
     // The server's limit on one message (1 MiB unless configured otherwise).
     const maxPayload = nc.info?.max_payload ?? MAX_EVENT_BYTES;
     for await (const line of input.lines) {
-      if (signal.aborted) break;
+      if (stopping.aborted) {
+        ctrlC.stoppedEarly = true;
+        break;
+      }
       const target = natsTarget(line, apiKeyIdFlag, nats.subjectPrefix, maxPayload);
       if (!target.ok) {
         summary.Skipped.push({ Line: line.lineNo, Reason: target.reason });
@@ -135,7 +135,7 @@ function fetchCause(err: unknown): string {
 /** Tries of one request that answers 503 (about 30 s in all) before publish gives up. */
 const HTTP_ATTEMPTS = 6;
 
-async function publishToHttp(config: Config, path: string, urlFlag: string | undefined, signal: AbortSignal): Promise<PublishSummary> {
+async function publishToHttp(config: Config, path: string, urlFlag: string | undefined, ctrlC: CtrlC): Promise<PublishSummary> {
   const { apiKey, secretKey } = config.client;
   if (apiKey === null || secretKey === null) {
     throw new Error('Without NATS_URL, publish posts to the HTTP ingest: set MAILTALLY_API_KEY and MAILTALLY_SECRET_KEY (from `mailtally keys create`)');
@@ -162,9 +162,10 @@ async function publishToHttp(config: Config, path: string, urlFlag: string | und
         // fetch says only "fetch failed"; what went wrong is in its cause (--url carries no credentials).
         throw new Error(`publish: cannot reach the HTTP ingest at ${endpoint.href} (${urlFlag !== undefined ? '--url' : 'HOST / PORT'}): ${fetchCause(err)}`, { cause: err });
       }
-      if (res.status !== 503 || attempt >= HTTP_ATTEMPTS) break;
+      if (res.status !== 503 || attempt >= HTTP_ATTEMPTS || stopping.aborted) break;
       await res.arrayBuffer().catch(() => null);
-      await sleep(Math.min(500 * 2 ** attempt, 15_000));
+      // Ctrl-C ends the wait: the 503 then stands as the batch's answer.
+      await sleep(Math.min(500 * 2 ** attempt, 15_000), undefined, { signal: stopping }).catch(() => null);
     }
     const answer = (await res.json().catch(() => null)) as { Accepted?: number; Duplicates?: number; Errors?: { Index: number; Reason: string }[]; ErrorMessage?: string } | null;
     if (!res.ok || answer === null) throw new Error(`POST /v1/events answered ${res.status}: ${answer?.ErrorMessage ?? res.statusText}`);
@@ -175,9 +176,13 @@ async function publishToHttp(config: Config, path: string, urlFlag: string | und
     batchBytes = 2;
     progress.update(input.bytesRead(), { events: summary.Published + summary.Duplicates + summary.Skipped.length });
   };
+  const stopping = ctrlC.watch();
   try {
     for await (const line of input.lines) {
-      if (signal.aborted) break;
+      if (stopping.aborted) {
+        ctrlC.stoppedEarly = true;
+        break;
+      }
       if (line.problem !== undefined) {
         summary.Skipped.push({ Line: line.lineNo, Reason: line.problem });
         continue;

@@ -3,7 +3,10 @@ import { stringifyExactJson } from './exact-json.js';
 
 /** Fields that describe the id or the tenant, not the event: left out of the derived id. */
 const NOT_CANONICAL = new Set(['EventID', 'APIKeyID']);
-const ID_FIELDS = new Set(['MessageID', 'mj_campaign_id', 'mj_contact_id', 'mj_list_id', 'mj_sender_id', 'mj_message_id']);
+/** Numeric ids: their digits, however spelt. */
+const ID_FIELDS = new Set(['MessageID', 'mj_campaign_id', 'mj_contact_id', 'mj_list_id', 'mj_sender_id']);
+/** Text to the log (its leading zeros are its own): only a number (which the schema refuses) is written as its digits, as before. */
+const TEXT_ID_FIELDS = new Set(['mj_message_id']);
 
 /**
  * The EventID of an event that came without one: a hash of its canonical form (keys sorted,
@@ -21,6 +24,8 @@ export function deriveEventId(apiKeyId: string, raw: Record<string, unknown>): s
     const value = raw[key];
     if (ID_FIELDS.has(key)) {
       entries.push([key, decimalId(value) ?? sortKeys(value)]);
+    } else if (TEXT_ID_FIELDS.has(key) && (typeof value === 'number' || typeof value === 'bigint')) {
+      entries.push([key, String(value)]);
     } else if (key === 'email' && typeof value === 'string') {
       entries.push([key, value.trim()]);
     } else {

@@ -114,8 +114,15 @@ async function dropLeftWorkTables(db: Db, others: readonly Projection[], owner: 
     if (left.rows.length === 0) continue;
     const lease = await holdLeases(db.kysely, [`replay:${p.name}`], owner, REPLAY_LEASE_MS);
     if (!lease.ok) continue; // a replay of it is running: its tables are its own
+    const tables = left.rows.map((r) => r.name).join(', ');
     try {
-      await execAll(db.kysely, left.rows.map((r) => `DROP TABLE IF EXISTS ${r.name}`));
+      // Not if a statement is using them still (a replay whose lease lapsed while its connections were busy).
+      await db.kysely.transaction().execute(async (trx) => {
+        await sql.raw(`LOCK TABLE ${tables} IN ACCESS EXCLUSIVE MODE NOWAIT`).execute(trx);
+        await sql.raw(`DROP TABLE ${tables}`).execute(trx);
+      });
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== '55P03') throw err;
     } finally {
       await lease.release();
     }

@@ -181,12 +181,13 @@ describe('Ctrl-C in import and publish', () => {
   it('publish to NATS: the first Ctrl-C stops the reading, waits for the acks of what was sent and sums it up (exit 130)', { timeout: 120_000 }, async () => {
     const path = bigFile('ctrlcpub', 200_000);
     const h = await openJetStream(t.env['NATS_URL'] as string);
-    const stream = t.env['NATS_STREAM'] as string;
+    // A stream of its own (publish creates it), so the other tests' counts of theirs stand.
+    const stream = `${t.env['NATS_STREAM'] as string}_CTRLC`;
+    const env = { ...t.env, NATS_STREAM: stream, NATS_SUBJECT_PREFIX: `${t.env['NATS_SUBJECT_PREFIX'] as string}ctrlc` };
     try {
-      await h.jsm.streams.info(stream).catch(() => createStream(h, stream, t.env['NATS_SUBJECT_PREFIX'] as string));
-      const before = (await h.jsm.streams.info(stream)).state.messages;
-      const run = spawnCli(['publish', path, '--api-key-id', t.key.APIKeyID], { env: t.env });
-      await waitFor('the first messages on the stream', async () => (await h.jsm.streams.info(stream)).state.messages > before, 60_000, 20);
+      const before = 0;
+      const run = spawnCli(['publish', path, '--api-key-id', t.key.APIKeyID], { env });
+      await waitFor('the first messages on the stream', async () => ((await h.jsm.streams.info(stream).catch(() => null))?.state.messages ?? 0) > before, 60_000, 20);
       run.signal('SIGINT');
       const exit = await run.waitForExit(30_000);
       expect(exit.code, run.describe()).toBe(130);
@@ -197,6 +198,7 @@ describe('Ctrl-C in import and publish', () => {
       expect(run.stderr).toMatch(/Interrupted: the summary above counts what was written; run publish again/);
     } finally {
       await h.close();
+      await deleteStreamQuietly(t.env['NATS_URL'] as string, stream);
     }
   });
 });

@@ -11,7 +11,7 @@ describe('the Node options the service runs with', () => {
 
   it('are given by npm start, the mailtally command and the Docker image', () => {
     const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string> };
-    expect(pkg.scripts['start']).toBe(`node ${flags} bin/mailtally.js serve`);
+    expect(pkg.scripts['start']).toBe(`exec node ${flags} bin/mailtally.js serve`);
     expect(read('bin/mailtally.js').split('\n')[0]).toBe(`#!/usr/bin/env -S node ${flags}`);
     const entrypoint = /^ENTRYPOINT (.*)$/m.exec(read('Dockerfile'))?.[1];
     expect(JSON.parse(entrypoint ?? 'null')).toEqual(['node', ...SERVICE_NODE_FLAGS, 'bin/mailtally.js']);

@@ -105,6 +105,9 @@ export function selectionOf(q: z.output<typeof query>, apiKeyId: string, nowSeco
   let source: Source | undefined = q.CounterSource;
   let timing: Timing | undefined = q.CounterTiming;
   let resolution: Resolution | undefined = q.CounterResolution;
+  if (q.SourceIDs !== undefined && q.SourceID !== undefined && !(q.SourceIDs.length === 1 && q.SourceIDs[0] === q.SourceID)) {
+    throw apiErrors.badRequest(`Invalid parameter combination: SourceID=${q.SourceID} and SourceIDs=${q.SourceIDs.join(',')} name different sources; give one of them`);
+  }
   let ids: bigint[] | undefined = q.SourceIDs ?? (q.SourceID !== undefined ? [q.SourceID] : undefined);
   if (q.CounterType !== undefined) {
     const [s, t, r] = q.CounterType.toUpperCase() as `${keyof typeof TYPE_LETTERS.source}${keyof typeof TYPE_LETTERS.timing}${keyof typeof TYPE_LETTERS.resolution}`;

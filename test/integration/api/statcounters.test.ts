@@ -102,6 +102,7 @@ describe('GET /v3/REST/statcounters', () => {
     ['CounterType=CML&CounterSource=APIKey&SourceID=7', /CounterType=CML stands for CounterSource=Campaign; it cannot be used with CounterSource=APIKey/],
     ['CounterType=CML&CounterResolution=Day&SourceID=7&FromTS=1', /CounterType=CML stands for CounterResolution=Lifetime; it cannot be used with CounterResolution=Day/],
     ['CounterType=CML&SourceID=8&CampaignID=7', /CampaignID stands for CounterSource=Campaign&SourceID=7; it cannot be used with SourceID=8/],
+    ['CounterType=CML&SourceIDs=1&SourceID=2', /SourceID=2 and SourceIDs=1 name different sources/],
   ])('answers 400 naming the parameter for %s', async (qs, message) => {
     const res = await f.get(`/v3/REST/statcounters?${qs}`);
     expect(res.status).toBe(400);

@@ -184,6 +184,9 @@ describe('EventID', () => {
       '{"event":"open","time":1700006410,"MessageID":6001,"email":"q@ex.com","mj_campaign_id":600,"agent":""}',
     ].map((t) => accept(t).event_id);
     expect(new Set([...ids, ...other]).size).toBe(5);
+    // mj_message_id is text to the log: its leading zeros make another id.
+    const sent = (id: string) => accept(`{"event":"sent","time":1,"MessageID":1,"email":"a@b.co","mj_message_id":${id}}`).event_id;
+    expect(sent('"0123"')).not.toBe(sent('"123"'));
   });
 
   it('derives different ids for events that differ only in a field named __proto__, at any depth', () => {
