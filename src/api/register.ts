@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import type { Database } from '../db/schema.js';
 import { type AuthFailures, authenticate } from '../http/auth.js';
 import { apiErrors } from '../http/errors.js';
+import { refuseOtherMethods } from '../http/methods.js';
 import type { KeyVerifier, Principal } from '../keys/key-store.js';
 import { toJson } from './conventions/json.js';
 import { pageOf } from './conventions/paging.js';
@@ -78,22 +79,6 @@ const envelopeJson = (result: ListResult, countOnly: boolean): string =>
 const sendJson = (reply: FastifyReply, json: string, status = 200): FastifyReply => reply.code(status).type('application/json; charset=utf-8').send(json);
 
 const READ_ONLY = ['GET'] as const;
-
-/**
- * 405, with the methods it takes in `Allow`, for every other method the server knows (HEAD
- * comes with GET); a method the server does not know at all is a 501 (server.ts).
- */
-export function refuseOtherMethods(scope: FastifyInstance, url: string, allowed: readonly string[]): void {
-  const allow = allowed.includes('GET') && !allowed.includes('HEAD') ? [...allowed, 'HEAD'] : allowed;
-  const others = scope.supportedMethods.filter((m) => !allow.includes(m));
-  if (others.length === 0) return;
-  const refuse = async (req: FastifyRequest): Promise<never> => {
-    throw apiErrors.methodNotAllowed(req.method, allow);
-  };
-  // Refused once the caller is known (the scope's hooks run first: 401 before 405), before
-  // any body is read: a body this resource would never take cannot turn the 405 into a 415.
-  scope.route({ method: others, url, onRequest: refuse, handler: refuse });
-}
 
 function mountResource(scope: FastifyInstance, db: Kysely<Database>, resource: Resource, cache: ResponseCache | null): void {
   const url = `/${resource.name}`;

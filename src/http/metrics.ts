@@ -4,6 +4,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Database } from '../db/schema.js';
 import { listCheckpoints } from '../log/checkpoints.js';
 import { logHead } from '../log/read.js';
+import { refuseOtherMethods } from './methods.js';
 
 /**
  * GET /metrics in Prometheus format (no auth, no tenant data): request rates and latencies per
@@ -88,6 +89,7 @@ export function registerMetrics(app: FastifyInstance, deps: MetricsDeps): Regist
     });
   }
 
+  refuseOtherMethods(app, '/metrics', ['GET']);
   app.get('/metrics', async (_req, reply) => {
     try {
       const [h, checkpoints] = await Promise.all([logHead(deps.db), listCheckpoints(deps.db)]);

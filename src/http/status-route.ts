@@ -5,6 +5,7 @@ import { listCheckpoints } from '../log/checkpoints.js';
 import { countDeadLetters } from '../log/dead-letters.js';
 import { logHead } from '../log/read.js';
 import { apiErrors } from './errors.js';
+import { refuseOtherMethods } from './methods.js';
 
 export interface StatusReport {
   status: 'ok';
@@ -31,6 +32,8 @@ export function registerStatusRoute(
 ): void {
   // Liveness for load balancers: answers without touching the database.
   app.get('/healthz', async (_req, reply) => reply.type('application/json; charset=utf-8').send('{"status":"ok"}'));
+  refuseOtherMethods(app, '/healthz', ['GET']);
+  refuseOtherMethods(app, '/status', ['GET']);
 
   const read = async (): Promise<StatusReport> => {
     const [head, checkpoints, deadLetters] = await Promise.all([logHead(deps.db), listCheckpoints(deps.db), countDeadLetters(deps.db)]);

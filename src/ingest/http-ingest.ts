@@ -8,6 +8,7 @@ import type { KeyVerifier } from '../keys/key-store.js';
 import { contentKey } from '../log/dead-letters.js';
 import { type BatchOutcome, writeBatch } from './batch-writer.js';
 import { type EventArrayItem, eventArrayItems } from './event-array.js';
+import { refuseOtherMethods } from '../http/methods.js';
 
 export const MAX_EVENTS_PER_REQUEST = 1000;
 /** The largest body POST /v1/events takes, in bytes. */
@@ -37,6 +38,7 @@ export function registerHttpIngest(app: FastifyInstance, deps: { db: Db; verifie
   const auth = authenticateFirst(deps.verifier, deps.authFailures, { writes: true, readOnlyMessage: 'This API key is read-only: it may not send events.' });
   // Credentials are checked before the body is read (up to MAX_BODY_BYTES); the body arrives as
   // text (`jsonText`): each event is parsed on its own (event-array.ts).
+  refuseOtherMethods(app, '/v1/events', ['POST']);
   app.post('/v1/events', { bodyLimit: MAX_BODY_BYTES, config: { jsonText: true }, onRequest: auth.onRequest }, async (req, reply) => {
     const principal = auth.principalOf(req);
     if (typeof req.body !== 'string') throw apiErrors.badRequest('Request body must be a JSON array of events');

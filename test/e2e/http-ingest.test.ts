@@ -285,3 +285,22 @@ describe('GET /metrics and /status: what POST /v1/events took', () => {
     expect(after.text).not.toMatch(/mailtally_process_process_|mailtally_process_nodejs_/);
   });
 });
+
+describe('methods the service routes outside /v3/REST do not take', () => {
+  it('answer 405 in the error envelope with Allow, before any credentials or body', async () => {
+    const cases = [
+      ['GET', '/v1/events', 'POST'],
+      ['PUT', '/status', 'GET, HEAD'],
+      ['DELETE', '/metrics', 'GET, HEAD'],
+      ['POST', '/healthz', 'GET, HEAD'],
+      ['GET', '/v1/webhooks/replay', 'POST'],
+      ['OPTIONS', '/v1/webhooks/attempts', 'GET, HEAD'],
+    ] as const;
+    for (const [method, path, allow] of cases) {
+      const res = await fetch(`${base}${path}`, { method });
+      expect(res.status, `${method} ${path}`).toBe(405);
+      expect(res.headers.get('allow'), `${method} ${path}`).toBe(allow);
+      expect(await res.json()).toEqual(envelope(405, `Method ${method} is not allowed on this resource; use ${allow}`));
+    }
+  });
+});

@@ -14,7 +14,8 @@ import {
 } from '../callback-url-store.js';
 import { listSchema, pageOf } from '../../api/conventions/paging.js';
 import { type RawQuery, int64, parseQuery } from '../../api/conventions/params.js';
-import { type RestApiDeps, principalOf, refuseOtherMethods, sendRecords } from '../../api/register.js';
+import { type RestApiDeps, principalOf, sendRecords } from '../../api/register.js';
+import { refuseOtherMethods } from '../../http/methods.js';
 
 /**
  * /v3/REST/eventcallbackurl — a tenant's webhook URLs (the store and its rules are in

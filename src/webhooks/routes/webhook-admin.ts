@@ -12,6 +12,7 @@ import { attemptToWire, listWebhookAttempts, parseAttemptFilters } from '../webh
 import { toJson } from '../../api/conventions/json.js';
 import { listSchema, pageOf } from '../../api/conventions/paging.js';
 import { type RawQuery, parseQuery } from '../../api/conventions/params.js';
+import { refuseOtherMethods } from '../../http/methods.js';
 
 /**
  * The webhook tools beside Mailjet's API (Basic auth, each key sees its own):
@@ -50,6 +51,8 @@ export function registerWebhookAdmin(app: FastifyInstance, deps: WebhookAdminDep
   /** Keys with a replay running in this process: one at a time per key. */
   const replaying = new Set<string>();
 
+  refuseOtherMethods(app, '/v1/webhooks/attempts', ['GET']);
+  refuseOtherMethods(app, '/v1/webhooks/replay', ['POST']);
   app.get('/v1/webhooks/attempts', { onRequest: admitted(reader) }, async (req, reply) => {
     const principal = reader.principalOf(req);
     const raw = req.query as RawQuery;
