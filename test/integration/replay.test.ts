@@ -7,11 +7,13 @@ import { copyEventsByMessage } from '../../src/projector/copy-reader.js';
 import { holdLeases } from '../../src/log/leases.js';
 import { logHead } from '../../src/log/read.js';
 import type { LogEvent } from '../../projections/kit/types.js';
-import type pg from 'pg';
+import pg from 'pg';
 import type { Projector } from '../../src/projector/runner.js';
 import { DIALECTS, openMigratedDb } from '../support/databases.js';
 import { sampleEvents } from '../support/events.js';
 import { append, caughtUp, NO_DIFFERENCES, startProjector, verifyAgainstReplay } from '../support/projections.js';
+
+const PgClient = pg.Client;
 
 const TABLES = PROJECTIONS.flatMap((p) => p.tables.map((t) => t.name));
 
@@ -42,11 +44,12 @@ async function rowCount(db: Db): Promise<number> {
 
 describe.each(DIALECTS)('replay on %s', (dialect) => {
   let db: Db;
+  let url: string | null;
   let cleanup: () => Promise<void>;
   let projector: Projector;
 
   beforeAll(async () => {
-    ({ db, cleanup } = await openMigratedDb(dialect));
+    ({ db, url, cleanup } = await openMigratedDb(dialect));
     projector = await startProjector(db);
     for (let m = 0; m < 20; m++) {
       const events = sampleEvents(String(5000 + m), 1_433_333_949 + m * 977).map((e) => ({ ...e, mj_campaign_id: 7000 + (m % 3), mj_list_id: m % 2 }));
@@ -146,6 +149,27 @@ describe.each(DIALECTS)('replay on %s', (dialect) => {
     } finally {
       await running.release();
       await sql.raw('DROP TABLE IF EXISTS geo_stats__shadow').execute(db.kysely);
+    }
+  });
+
+  // A run whose lease lapsed while its statements ran (its connections busy) still holds its tables: they stay.
+  if (dialect === 'postgres') it('keeps a left work table that a statement still holds, lease free or not', async () => {
+    await sql.raw('CREATE TABLE statcounters__shadow (n int)').execute(db.kysely);
+    const other = new PgClient({ connectionString: url as string });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query('LOCK TABLE statcounters__shadow IN ACCESS SHARE MODE');
+      await replay(db, PROJECTIONS.filter((p) => p.name === 'recipient-esp'), { readBatch: 13, catchUpBatch: 100 });
+      const { rows } = await sql<{ name: string }>`SELECT relname AS name FROM pg_class WHERE relname = 'statcounters__shadow'`.execute(db.kysely);
+      expect(rows).toHaveLength(1);
+      await other.query('COMMIT');
+      await replay(db, PROJECTIONS.filter((p) => p.name === 'recipient-esp'), { readBatch: 13, catchUpBatch: 100 });
+      const after = await sql<{ name: string }>`SELECT relname AS name FROM pg_class WHERE relname = 'statcounters__shadow'`.execute(db.kysely);
+      expect(after.rows).toHaveLength(0);
+    } finally {
+      await other.end();
+      await sql.raw('DROP TABLE IF EXISTS statcounters__shadow').execute(db.kysely);
     }
   });
 
