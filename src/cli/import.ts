@@ -87,13 +87,10 @@ export async function importFile(
     inFlight.add(job);
     batch = [];
   };
-  const stopping = opts.ctrlC?.watch();
+  opts.ctrlC?.watch();
   try {
     for await (const line of input.lines) {
-      if (stopping?.aborted === true) {
-        (opts.ctrlC as CtrlC).stoppedEarly = true;
-        break;
-      }
+      if (opts.ctrlC?.stopsReading() === true) break;
       batch.push(line);
       if (batch.length >= opts.batchSize) await flush();
     }

@@ -11,7 +11,7 @@ export class CtrlC {
   readonly #command: string;
   #watching = false;
   /** The reading loop left the file before its end. */
-  stoppedEarly = false;
+  #stoppedEarly = false;
 
   constructor(command: string) {
     this.#command = command;
@@ -27,11 +27,17 @@ export class CtrlC {
     this.#controller.abort();
   };
 
-  /** Starts listening, as the reading begins; the loop checks the signal before each line. */
+  /** Starts listening, as the reading begins (the signal also ends waits within the loop). */
   watch(): AbortSignal {
     if (!this.#watching) process.on('SIGINT', this.#onSigint);
     this.#watching = true;
     return this.#controller.signal;
+  }
+
+  /** Asked by the reading loop before each line: true once Ctrl-C was pressed (the loop then leaves the file). */
+  stopsReading(): boolean {
+    if (this.#controller.signal.aborted) this.#stoppedEarly = true;
+    return this.#stoppedEarly;
   }
 
   dispose(): void {
@@ -40,7 +46,7 @@ export class CtrlC {
 
   /** After the summary on stdout: says so and gives the exit code (130) if the reading stopped early, else null. */
   finish(): number | null {
-    if (!this.stoppedEarly) return null;
+    if (!this.#stoppedEarly) return null;
     console.error(`Interrupted: the summary above counts what was written; run ${this.#command} again for the rest (what is stored already counts as Duplicates).`);
     return 130;
   }

@@ -49,14 +49,11 @@ async function publishToNats(config: Config, path: string, apiKeyIdFlag: string 
     await ensureStream(await jetstreamManager(nc), nats);
     const js = jetstream(nc);
     progress = startProgress('publish', input.size);
-    const stopping = ctrlC.watch();
+    ctrlC.watch();
     // The server's limit on one message (1 MiB unless configured otherwise).
     const maxPayload = nc.info?.max_payload ?? MAX_EVENT_BYTES;
     for await (const line of input.lines) {
-      if (stopping.aborted) {
-        ctrlC.stoppedEarly = true;
-        break;
-      }
+      if (ctrlC.stopsReading()) break;
       const target = natsTarget(line, apiKeyIdFlag, nats.subjectPrefix, maxPayload);
       if (!target.ok) {
         summary.Skipped.push({ Line: line.lineNo, Reason: target.reason });
@@ -179,10 +176,7 @@ async function publishToHttp(config: Config, path: string, urlFlag: string | und
   const stopping = ctrlC.watch();
   try {
     for await (const line of input.lines) {
-      if (stopping.aborted) {
-        ctrlC.stoppedEarly = true;
-        break;
-      }
+      if (ctrlC.stopsReading()) break;
       if (line.problem !== undefined) {
         summary.Skipped.push({ Line: line.lineNo, Reason: line.problem });
         continue;

@@ -51,7 +51,7 @@ function decimalId(value: unknown): string | null {
   if (typeof value === 'number') return Number.isSafeInteger(value) ? String(value) : null;
   if (typeof value === 'string') {
     const t = value.trim();
-    return /^\d{1,20}$/.test(t) ? BigInt(t).toString() : null;
+    return /^\d{1,20}$/.test(t) ? t.replace(/^0+(?=\d)/, '') : null;
   }
   return null;
 }

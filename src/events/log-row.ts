@@ -78,7 +78,7 @@ export interface CheckedEvent {
 export function toLogRow(e: CheckedEvent, raw: Record<string, unknown>, ctx: DecodeContext, payload: string): LogEventRow {
   const domain = e.email !== undefined ? recipientDomain(e.email) : null;
   // An empty agent is no agent: one "no user agent" row, not an Other/Other beside it.
-  const ua = e.agent !== undefined && e.agent.trim() !== '' ? parseUserAgent(e.agent) : null;
+  const ua = e.agent !== undefined && /\S/.test(e.agent) ? parseUserAgent(e.agent) : null;
   const geo = e.geo?.trim().toUpperCase() ?? '';
   const sender = e.sender !== undefined && e.sender !== '' ? e.sender : null;
   return {

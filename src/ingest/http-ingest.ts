@@ -36,9 +36,9 @@ export interface HttpIngestStats {
 export function registerHttpIngest(app: FastifyInstance, deps: { db: Db; verifier: KeyVerifier; authFailures?: AuthFailures }): HttpIngestStats {
   const stats: HttpIngestStats = { stored: 0, duplicates: 0, deadLettered: 0 };
   const auth = authenticateFirst(deps.verifier, deps.authFailures, { writes: true, readOnlyMessage: 'This API key is read-only: it may not send events.' });
+  refuseOtherMethods(app, '/v1/events', ['POST']);
   // Credentials are checked before the body is read (up to MAX_BODY_BYTES); the body arrives as
   // text (`jsonText`): each event is parsed on its own (event-array.ts).
-  refuseOtherMethods(app, '/v1/events', ['POST']);
   app.post('/v1/events', { bodyLimit: MAX_BODY_BYTES, config: { jsonText: true }, onRequest: auth.onRequest }, async (req, reply) => {
     const principal = auth.principalOf(req);
     if (typeof req.body !== 'string') throw apiErrors.badRequest('Request body must be a JSON array of events');

@@ -184,17 +184,17 @@ describe('Ctrl-C in import and publish', () => {
     // A stream of its own (publish creates it), so the other tests' counts of theirs stand.
     const stream = `${t.env['NATS_STREAM'] as string}_CTRLC`;
     const env = { ...t.env, NATS_STREAM: stream, NATS_SUBJECT_PREFIX: `${t.env['NATS_SUBJECT_PREFIX'] as string}ctrlc` };
+    const onStream = async () => (await h.jsm.streams.info(stream).catch(() => null))?.state.messages ?? 0;
     try {
-      const before = 0;
       const run = spawnCli(['publish', path, '--api-key-id', t.key.APIKeyID], { env });
-      await waitFor('the first messages on the stream', async () => ((await h.jsm.streams.info(stream).catch(() => null))?.state.messages ?? 0) > before, 60_000, 20);
+      await waitFor('the first messages on the stream', async () => (await onStream()) > 0, 60_000, 20);
       run.signal('SIGINT');
       const exit = await run.waitForExit(30_000);
       expect(exit.code, run.describe()).toBe(130);
       const summary = lastJson(run.stdout) as { Published: number; Duplicates: number; Skipped: unknown[] };
       expect(summary.Published).toBeGreaterThan(0);
       expect(summary.Published).toBeLessThan(200_000);
-      expect(summary.Published).toBe((await h.jsm.streams.info(stream)).state.messages - before);
+      expect(summary.Published).toBe(await onStream());
       expect(run.stderr).toMatch(/Interrupted: the summary above counts what was written; run publish again/);
     } finally {
       await h.close();

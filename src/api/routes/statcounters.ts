@@ -100,12 +100,15 @@ interface Selection {
   to: number | null;
 }
 
+/** `ids` names `id` and nothing else. */
+const onlyId = (ids: readonly bigint[], id: bigint): boolean => ids.length === 1 && ids[0] === id;
+
 /** The query's parameters → what to read, or a 400 saying which rule was broken. */
 export function selectionOf(q: z.output<typeof query>, apiKeyId: string, nowSeconds: number): Selection {
   let source: Source | undefined = q.CounterSource;
   let timing: Timing | undefined = q.CounterTiming;
   let resolution: Resolution | undefined = q.CounterResolution;
-  if (q.SourceIDs !== undefined && q.SourceID !== undefined && !(q.SourceIDs.length === 1 && q.SourceIDs[0] === q.SourceID)) {
+  if (q.SourceIDs !== undefined && q.SourceID !== undefined && !onlyId(q.SourceIDs, q.SourceID)) {
     throw apiErrors.badRequest(`Invalid parameter combination: SourceID=${q.SourceID} and SourceIDs=${q.SourceIDs.join(',')} name different sources; give one of them`);
   }
   let ids: bigint[] | undefined = q.SourceIDs ?? (q.SourceID !== undefined ? [q.SourceID] : undefined);
@@ -135,7 +138,7 @@ export function selectionOf(q: z.output<typeof query>, apiKeyId: string, nowSeco
     if (source !== implied) {
       throw apiErrors.badRequest(`Invalid parameter combination: ${shortcut} stands for CounterSource=${implied}&SourceID=${value}; it cannot be used with CounterSource=${source}`);
     }
-    if (ids !== undefined && !(ids.length === 1 && ids[0] === value)) {
+    if (ids !== undefined && !onlyId(ids, value)) {
       throw apiErrors.badRequest(`Invalid parameter combination: ${shortcut} stands for CounterSource=${implied}&SourceID=${value}; it cannot be used with SourceID=${ids.join(',')}`);
     }
     ids = [value];

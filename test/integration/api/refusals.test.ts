@@ -16,6 +16,15 @@ afterAll(async () => f?.close());
 
 const message = (r: { body: unknown }) => (r.body as { ErrorMessage?: string }).ErrorMessage ?? '';
 
+/** Each path answers 400 "Invalid parameter <name>: <why>…", the name as given beside it. */
+async function expectNamed400(cases: readonly (readonly [path: string, name: string])[], why: string): Promise<void> {
+  for (const [path, name] of cases) {
+    const r = await f.get(path);
+    expect(r.status, path).toBe(400);
+    expect(message(r), path).toMatch(new RegExp(`^Invalid parameter ${name}: ${why}`));
+  }
+}
+
 describe('refused requests', () => {
   it('names a parameter Mailjet documents for the resource but this server does not answer (400), in any case or alias', async () => {
     const cases: [string, string][] = [
@@ -28,11 +37,7 @@ describe('refused requests', () => {
       ['/v3/REST/contactstatistics?Recalculate%5B%5D=1', 'Recalculate'],
       ['/v3/REST/contactstatistics/a@b.co?IncludeAnonymized=1', 'IncludeAnonymized'],
     ];
-    for (const [path, name] of cases) {
-      const r = await f.get(path);
-      expect(r.status, path).toBe(400);
-      expect(message(r), path).toMatch(new RegExp(`^Invalid parameter ${name}: not supported on `));
-    }
+    await expectNamed400(cases, 'not supported on ');
   });
 
   it('names a bad parameter as the client sent it (an alias, another case)', async () => {
@@ -42,11 +47,7 @@ describe('refused requests', () => {
       ['/v3/REST/messagehistory?MessageID=abc', 'MessageID'],
       ['/v3/REST/toplinkclicked?ContactID%5B%5D=abc', 'ContactID'],
     ];
-    for (const [path, name] of cases) {
-      const r = await f.get(path);
-      expect(r.status, path).toBe(400);
-      expect(message(r), path).toMatch(new RegExp(`^Invalid parameter ${name}: must be a non-negative whole number`));
-    }
+    await expectNamed400(cases, 'must be a non-negative whole number');
   });
 
   it('refuses a list parameter with no value in it (only commas) instead of reading it as an empty filter', async () => {
@@ -55,11 +56,7 @@ describe('refused requests', () => {
       ['/v3/REST/campaignoverview?IDType=,', 'IDType'],
       ['/v3/REST/statistics/recipient-esp?CampaignID=7&EspNames=,%20,', 'EspNames'],
     ];
-    for (const [path, name] of cases) {
-      const r = await f.get(path);
-      expect(r.status, path).toBe(400);
-      expect(message(r), path).toMatch(new RegExp(`^Invalid parameter ${name}: must list at least one value`));
-    }
+    await expectNamed400(cases, 'must list at least one value');
   });
 
   it('answers 404 for an item id past 64 bits, however many digits, and 400 for a filter value past them', async () => {
