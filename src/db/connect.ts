@@ -19,6 +19,13 @@ export interface Db {
    * notifications may have been missed).
    */
   listen(channel: string, onNotify: (payload: string | null) => void): Promise<() => Promise<void>>;
+  /**
+   * Where a long job renews its leases: on real Postgres one more connection, outside the pool
+   * (opened on first use, closed with the Db), so that a renewal never waits behind the job's
+   * own statements however long they run and however small `PG_POOL_SIZE` is; on PGlite, which
+   * has one connection, `kysely`.
+   */
+  leaseConnection(): Kysely<Database>;
   close(): Promise<void>;
 }
 
@@ -36,14 +43,28 @@ export async function connectDb(config: Config['database'], opts: { application?
     const pool = await openPool(config, { application: opts.application ?? 'mailtally' });
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     const listener = new PgListener(config.url);
+    let leases: { kysely: Kysely<Database>; pool: pg.Pool } | null = null;
+    const leaseConnection = () => {
+      if (leases === null) {
+        const own = new pg.Pool({ ...pool.options, max: 1 });
+        own.on('error', () => {});
+        own.on('connect', (client) => client.on('error', () => {}));
+        leases = { pool: own, kysely: new Kysely<Database>({ dialect: new PostgresDialect({ pool: own }) }) };
+      }
+      return leases.kysely;
+    };
     const close = async () => {
       await listener.close();
+      if (leases !== null) {
+        await leases.kysely.destroy();
+        if (!leases.pool.ending) await leases.pool.end();
+      }
       await kysely.destroy();
       // kysely ends the pool only once it has run a query through it; a process stopped before
       // (during its start) would be kept alive by the pool's own connections.
       if (!pool.ending) await pool.end();
     };
-    return { kysely, kind: 'postgres', pool, listen: (channel, onNotify) => listener.listen(channel, onNotify), close };
+    return { kysely, kind: 'postgres', pool, listen: (channel, onNotify) => listener.listen(channel, onNotify), leaseConnection, close };
   }
 
   // Loaded only for the embedded database: PGlite and kysely-pglite (which brings a TypeScript
@@ -70,6 +91,7 @@ export async function connectDb(config: Config['database'], opts: { application?
           await unlisten().catch(() => {});
         };
       },
+      leaseConnection: () => kysely,
       close: async () => {
         await kysely.destroy();
         unlock();

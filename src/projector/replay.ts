@@ -82,7 +82,7 @@ export interface ReplayReport {
  */
 export async function replay(db: Db, projections: readonly Projection[], options: ReplayOptions): Promise<ReplayReport> {
   const owner = `replay-${randomUUID()}`;
-  const leases = await holdLeases(db.kysely, projections.map((p) => `replay:${p.name}`), owner, REPLAY_LEASE_MS);
+  const leases = await holdLeases(db.leaseConnection(), projections.map((p) => `replay:${p.name}`), owner, REPLAY_LEASE_MS);
   if (!leases.ok) {
     throw new Error(`A replay of ${leases.taken.slice('replay:'.length)} is already running (an interrupted one lets go within ${REPLAY_LEASE_MS / 1000} s)`);
   }
@@ -112,7 +112,7 @@ async function dropLeftWorkTables(db: Db, others: readonly Projection[], owner: 
     const names = p.tables.flatMap((t) => [`${t.name}${SHADOW}`, ...(t.kind === 'counters' ? [`${t.name}${SPILL}`] : [])]);
     const left = await sql<{ name: string }>`SELECT name FROM unnest(${names}::text[]) AS name WHERE to_regclass(name) IS NOT NULL`.execute(db.kysely);
     if (left.rows.length === 0) continue;
-    const lease = await holdLeases(db.kysely, [`replay:${p.name}`], owner, REPLAY_LEASE_MS);
+    const lease = await holdLeases(db.leaseConnection(), [`replay:${p.name}`], owner, REPLAY_LEASE_MS);
     if (!lease.ok) continue; // a replay of it is running: its tables are its own
     const tables = left.rows.map((r) => r.name).join(', ');
     try {

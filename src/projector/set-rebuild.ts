@@ -76,7 +76,7 @@ export async function buildShadowsBySql(
   const run = randomBytes(6).toString('hex');
   const relations: Relations = { facts: `replay_facts_${run}`, engagement: `replay_engagement_${run}` };
   const owner = `replay-${run}`;
-  const lease = await holdLeases(db.kysely, [LEASE_PREFIX + run], owner, REPLAY_LEASE_MS);
+  const lease = await holdLeases(db.leaseConnection(), [LEASE_PREFIX + run], owner, REPLAY_LEASE_MS);
   if (!lease.ok) throw new Error(`replay run ${run} is taken`);
   const memory = workMem ?? (db.pool !== null ? DEFAULT_REBUILD_WORK_MEM.postgres : DEFAULT_REBUILD_WORK_MEM.pglite);
   if (!WORK_MEM_PATTERN.test(memory)) throw new Error(`work_mem ${memory}: not a Postgres memory size`);

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Db } from '../../src/db/connect.js';
+import { connectDb, type Db } from '../../src/db/connect.js';
 import { type LogEventRow, decodeEventText } from '../../src/events/decode.js';
 import { appendEvents, eventKey } from '../../src/log/append.js';
 import { advanceCheckpoint, readCheckpoint } from '../../src/log/checkpoints.js';
@@ -20,9 +20,10 @@ function rows(apiKeyId: string, events: Record<string, unknown>[]): LogEventRow[
 
 describe.each(DIALECTS)('the event log on %s', (dialect) => {
   let db: Db;
+  let url: string | null;
   let cleanup: () => Promise<void>;
   beforeAll(async () => {
-    ({ db, cleanup } = await openMigratedDb(dialect));
+    ({ db, url, cleanup } = await openMigratedDb(dialect));
   });
   afterAll(async () => cleanup());
 
@@ -103,6 +104,24 @@ describe.each(DIALECTS)('the event log on %s', (dialect) => {
     if (held.ok) await held.release();
     expect(await leaseHolder(db.kysely, 'replay:x')).toBeNull();
     expect(await tryAcquireLease(db.kysely, 'replay:y', 'b', 60_000)).toBe(true);
+  });
+
+  // A replay's statements can run for minutes, two at a time: with PG_POOL_SIZE=2 a renewal
+  // queued in the pool behind them would let the lease lapse, and another replay start.
+  it.runIf(dialect === 'postgres')('renews leases held on the lease connection while every pooled connection is busy', async () => {
+    const small = await connectDb({ kind: 'postgres', url: url as string, poolSize: 2 });
+    try {
+      const held = await holdLeases(small.leaseConnection(), ['busy:x'], 'a', 400);
+      if (!held.ok) throw new Error(`lease taken: ${held.taken}`);
+      const busy = Promise.all([1, 2].map(() => sql`SELECT pg_sleep(1.5)`.execute(small.kysely)));
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(await tryAcquireLease(db.kysely, 'busy:x', 'b', 60_000)).toBe(false);
+      await busy;
+      await held.release();
+      expect(await leaseHolder(db.kysely, 'busy:x')).toBeNull();
+    } finally {
+      await small.close();
+    }
   });
 
   it('leaves the leases free once released, whatever renewal was on its way', async () => {
