@@ -262,8 +262,8 @@ export class OutcomeWriter {
         } else {
           outcome = 'failed';
           counts.failed += 1;
-          const decision = nextRetry(schedule, attempt, r.http.retryAfterMs);
           const failedAt = d.firstFailedAt ?? r.attemptedAt;
+          const decision = nextRetry(schedule, attempt, r.http.retryAfterMs, Date.now() - failedAt.getTime());
           if (status.get(String(d.urlId)) !== 'alive') {
             // Its URL is dead (now or already): the reroute moves it to the backup or drops it.
             if (d.direct !== null) fresh.push(freshRow(d, { retry: false, attempts: attempt, delayMs: 0, failedAt }));

@@ -7,6 +7,9 @@
  * window (the dead-URL rule counts on its 24 h) nor push retries far past it. The delay it asks
  * for gets up to 20 % more (jitter upwards only, within those bounds), so the deliveries one
  * answer turned away do not all come back at the same instant.
+ * The last scheduled retry comes no sooner than the whole window after the delivery first
+ * failed: jitter moves the retries before it either way, but never shortens the window (a URL
+ * whose last retry fails with no success since dies then, so the window is how long it had).
  * After the last scheduled retry fails the delivery is exhausted.
  */
 
@@ -16,16 +19,32 @@ const JITTER = 0.2;
 const RETRY_AFTER_FLOOR_MS = 60_000;
 const RETRY_AFTER_MAX_EXTRA_MS = 3_600_000;
 
-/** `attempts`: attempts made so far, the failed one included. */
-export function nextRetry(scheduleSeconds: readonly number[], attempts: number, retryAfterMs: number | null, random: () => number = Math.random): RetryDecision {
+/**
+ * `attempts`: attempts made so far, the failed one included; `failingForMs`: how long ago the
+ * delivery first failed (the start of that attempt).
+ */
+export function nextRetry(
+  scheduleSeconds: readonly number[],
+  attempts: number,
+  retryAfterMs: number | null,
+  failingForMs: number,
+  random: () => number = Math.random,
+): RetryDecision {
   const seconds = scheduleSeconds[attempts - 1];
   if (seconds === undefined) return { kind: 'exhausted' };
   const base = seconds * 1000;
+  let delayMs: number;
   if (retryAfterMs !== null) {
     const upper = Math.min(base + RETRY_AFTER_MAX_EXTRA_MS, Math.max(2 * base, RETRY_AFTER_FLOOR_MS));
-    return { kind: 'retry', delayMs: Math.round(Math.min(upper, Math.max(base, retryAfterMs) * (1 + JITTER * random()))) };
-  }
-  return { kind: 'retry', delayMs: Math.round(base * (1 - JITTER + 2 * JITTER * random())) };
+    delayMs = Math.round(Math.min(upper, Math.max(base, retryAfterMs) * (1 + JITTER * random())));
+  } else delayMs = Math.round(base * (1 - JITTER + 2 * JITTER * random()));
+  if (attempts === scheduleSeconds.length) delayMs = Math.max(delayMs, Math.ceil(retryWindowMs(scheduleSeconds) - failingForMs));
+  return { kind: 'retry', delayMs };
+}
+
+/** Has a delivery that made `attempts` attempts, all failed, used every scheduled retry? */
+export function isExhausted(scheduleSeconds: readonly number[], attempts: number): boolean {
+  return attempts > scheduleSeconds.length;
 }
 
 /** The whole window: how long after its first failure a delivery is given up (jitter aside). */

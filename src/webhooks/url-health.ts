@@ -1,7 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { AttemptResult } from './outcome-writer.js';
-import { nextRetry, retryWindowMs } from './retry-policy.js';
+import { isExhausted, retryWindowMs } from './retry-policy.js';
 
 /**
  * What a batch of attempt results says of each callback URL, written in the outcome writer's
@@ -58,7 +58,7 @@ export async function killUrls(
   // Out of retries: the URL dies if it has not worked since this delivery first failed.
   const killed = new Set<string>();
   for (const r of batch) {
-    if (r.http.ok || !isHeld(r) || nextRetry(schedule, r.delivery.attempts + 1, null).kind !== 'exhausted') continue;
+    if (r.http.ok || !isHeld(r) || !isExhausted(schedule, r.delivery.attempts + 1)) continue;
     const since = r.delivery.firstFailedAt ?? r.attemptedAt;
     const k = await sql<{ id: bigint }>`
       UPDATE callback_urls SET status = 'dead', dead_since = now(), updated_at = now()

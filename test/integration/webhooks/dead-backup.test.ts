@@ -138,6 +138,21 @@ describe('dead URLs and backups', () => {
     expect([...new Set(messageIds('/backup/36'))]).toEqual(range(500, 1000));
   });
 
+  it('a failing URL turns dead no sooner than the window after its first failure, however its retries were jittered', async () => {
+    // ±20 % jitter on each delay: before the last retry was held to the window, each of these
+    // URLs died at the jittered sum of its delays, before the window half the time.
+    const WINDOW_MS = 3000;
+    const urls = await Promise.all(Array.from({ length: 20 }, (_, i) => hook(db, String(40 + i), { EventType: 'sent', Url: receiver.url(`/broken/${40 + i}`) })));
+    dispatcher = await startDispatcher(db, { retryScheduleSeconds: [1, 1, 1] });
+    await Promise.all(urls.map((_, i) => append(db, String(40 + i), sends(`w${i}`, 600 + i, 1))));
+    for (const url of urls) await waitFor('the URL to turn dead', async () => (await urlStatus(db, url.id)) === 'dead', 30_000);
+    const { rows } = await sql<{ ms: number }>`
+      SELECT extract(epoch FROM u.dead_since - min(a.attempted_at)) * 1000 AS ms FROM callback_urls u JOIN webhook_attempts a ON a.url_id = u.id
+      WHERE u.id = ANY(${urls.map((u) => u.id)}::bigint[]) GROUP BY u.id, u.dead_since`.execute(db.kysely);
+    expect(rows).toHaveLength(20);
+    for (const { ms } of rows) expect(Number(ms)).toBeGreaterThanOrEqual(WINDOW_MS);
+  });
+
   it('a dead Version 2 primary`s pending batches reach a Version 1 backup one event per request', async () => {
     const primary = await hook(db, '34', { EventType: 'sent', Url: receiver.url('/broken/34'), Version: 2 });
     await hook(db, '34', { EventType: 'sent', Url: receiver.url('/backup/34'), IsBackup: true });
