@@ -48,6 +48,9 @@ export const retrySchedule = z
   .transform((parts) => parts.map(Number))
   .refine((delays) => delays.every((d) => d <= MAX_RETRY_DELAY_SECONDS), {
     message: `must be comma-separated seconds of at most ${MAX_RETRY_DELAY_SECONDS} (30 days) each`,
+  })
+  .refine((delays) => delays.some((d) => d > 0), {
+    message: 'must give some time to retry: its sum is how long a URL may fail before it turns dead',
   });
 
 export const allowList = z

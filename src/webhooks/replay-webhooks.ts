@@ -2,7 +2,9 @@ import { type Kysely, sql } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { INT64_MAX, WEBHOOK_EVENT_TYPES } from '../events/schema.js';
 import { type Checked, type WebhookEventType, checkEventType } from './callback-url-input.js';
+import { readCheckpoint } from '../log/checkpoints.js';
 import { type GroupingLimits, LOG_SELECT, type LogEventForWebhooks, enqueueEvents } from './enqueue.js';
+import { WEBHOOKS_CHECKPOINT } from './fan-out-checkpoint.js';
 import { parseTime } from './webhook-attempts.js';
 
 /**
@@ -10,7 +12,10 @@ import { parseTime } from './webhook-attempts.js';
  * range and/or a time range (when mailtally recorded them), optionally of some types, are
  * enqueued to the tenant's URLs as they are now (alive primary, else alive backup). Version 1
  * deliveries keep their webhook-id (`msg_<position>`), so a receiver that dedupes ignores what
- * it already has; Version 2 events are grouped into new batches. At most `maxEvents` per call:
+ * it already has; Version 2 events are grouped into new batches. Only events the fan-out has
+ * passed (its checkpoint) are sent again: those after it are still on their way for the first
+ * time, and replaying them too would send them twice (as new Version 2 batches, which a receiver
+ * cannot dedupe). At most `maxEvents` per call:
  * `nextPosition` says where to continue — also when a batch failed (a statement timeout, a lost
  * connection) after others were enqueued.
  */
@@ -46,6 +51,8 @@ export async function replayWebhookEvents(
 ): Promise<ReplayResult> {
   const tenant = BigInt(apiKeyId);
   const types = range.eventTypes ?? [...WEBHOOK_EVENT_TYPES];
+  const fannedOut = await readCheckpoint(db, WEBHOOKS_CHECKPOINT);
+  const upTo = range.toPosition !== undefined && range.toPosition < fannedOut ? range.toPosition : fannedOut;
   let cursor = range.fromPosition ?? 0n;
   const result: ReplayResult = { events: 0, deliveries: 0, nextPosition: null };
   let seen = 0;
@@ -61,7 +68,7 @@ export async function replayWebhookEvents(
       ({ rows } = await sql<LogEventForWebhooks>`
         SELECT ${LOG_SELECT} FROM events e
         WHERE e.api_key_id = ${tenant} AND e.position > ${cursor} AND e.type = ANY(${types}::text[])
-          ${range.toPosition !== undefined ? sql`AND e.position <= ${range.toPosition}` : sql``}
+          AND e.position <= ${upTo}
           ${range.fromTime !== undefined ? sql`AND e.recorded_at >= ${range.fromTime}` : sql``}
           ${range.toTime !== undefined ? sql`AND e.recorded_at < ${range.toTime}` : sql``}
         ORDER BY e.position LIMIT ${limit}`.execute(db));
@@ -120,6 +127,7 @@ export function parseReplayRequest(body: unknown): Checked<ReplayRange> {
         if (c.ok) types.push(c.value);
         else problems.push(c.message);
       }
+      if (list.length === 0) problems.push(`${key} must name at least one event type`);
       range.eventTypes = [...new Set(types)];
     } else {
       problems.push(`Unknown property "${key}"; a replay takes FromPosition, ToPosition, FromTS, ToTS and EventType`);

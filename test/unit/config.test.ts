@@ -132,4 +132,11 @@ describe('loadConfig', () => {
     expect(problems({ WEBHOOK_RETRY_SCHEDULE: '5,2592001' })).toEqual([expect.stringMatching(/^WEBHOOK_RETRY_SCHEDULE must be comma-separated seconds of at most 2592000 \(30 days\) each/)]);
     expect(problems({ WEBHOOK_RETRY_SCHEDULE: '3000000' })).toHaveLength(1);
   });
+
+  it('refuses a retry schedule of nothing but zeros (a window of no time: a URL would die at its first failed retry)', () => {
+    for (const schedule of ['0', '0,0.0']) {
+      expect(problems({ WEBHOOK_RETRY_SCHEDULE: schedule })).toEqual([expect.stringMatching(/^WEBHOOK_RETRY_SCHEDULE must give some time to retry/)]);
+    }
+    expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: '0,1' }).webhooks.retryScheduleSeconds).toEqual([0, 1]);
+  });
 });

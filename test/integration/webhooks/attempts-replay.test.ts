@@ -84,4 +84,21 @@ describe.each(DIALECTS)('attempts and replay on %s', (dialect) => {
     expect(await replayWebhookEvents(db.kysely, '51', { fromTime: new Date(Date.now() + 3_600_000) }, GROUPING)).toEqual({ events: 0, deliveries: 0, nextPosition: null });
     await outboxEmpty(db);
   });
+
+  it('leaves out the events the dispatcher has not reached yet: they are sent once, by the fan-out', async () => {
+    await dispatcher.stop();
+    const head = (await positionsInLog(db, '51'))('r-5');
+    const before = receiver.at('/open').length;
+    await append(db, '51', [0, 1].map((i) => ({ event: 'open', time: 1_700_000_100 + i, MessageID: String(600 + i), email: `n${i}@example.com`, EventID: `n-${i}` })));
+    // Before this, these two were enqueued here and then fanned out as well: each sent twice.
+    expect(await replayWebhookEvents(db.kysely, '51', { fromPosition: head, eventTypes: ['open'] }, GROUPING)).toEqual({ events: 0, deliveries: 0, nextPosition: null });
+    dispatcher = await startDispatcher(db, { retryScheduleSeconds: [0.05] });
+    await waitFor('the new events delivered', async () => receiver.at('/open').length >= before + 2);
+    await outboxEmpty(db);
+    const position = await positionsInLog(db, '51');
+    expect(receiver.at('/open').slice(before).map((r) => r.webhookId).sort()).toEqual([`msg_${position('n-0')}`, `msg_${position('n-1')}`].sort());
+    // Once passed, they can be sent again.
+    expect(await replayWebhookEvents(db.kysely, '51', { fromPosition: head, eventTypes: ['open'] }, GROUPING)).toEqual({ events: 2, deliveries: 2, nextPosition: null });
+    await outboxEmpty(db);
+  });
 });

@@ -96,6 +96,8 @@ describe('POST /v1/webhooks/replay', () => {
     expect(await call('POST', '/v1/webhooks/replay', keys.a, {})).toMatchObject({ status: 400, body: { ErrorMessage: expect.stringMatching(/FromPosition .* or FromTS/) } });
     expect((await call('POST', '/v1/webhooks/replay', keys.a, { FromTS: 'soon' })).status).toBe(400);
     expect((await call('POST', '/v1/webhooks/replay', keys.a, { FromTS: 0, Colour: 'red' })).status).toBe(400);
+    // An empty list of types was a 202 that replayed nothing.
+    expect(await call('POST', '/v1/webhooks/replay', keys.a, { FromTS: 0, EventType: [] })).toMatchObject({ status: 400, body: { ErrorMessage: 'EventType must name at least one event type' } });
     // A range that holds nothing is refused, not answered 202 with 0 events.
     expect(await call('POST', '/v1/webhooks/replay', keys.a, { FromPosition: 20, ToPosition: 10 })).toMatchObject({ status: 400, body: { ErrorMessage: expect.stringMatching(/ToPosition must be after FromPosition/) } });
     expect((await call('POST', '/v1/webhooks/replay', keys.a, { FromPosition: 10, ToPosition: 10 })).status).toBe(400);
