@@ -265,11 +265,15 @@ export interface HeldRow {
   claim: string;
 }
 
-/** A held row's next try: its attempts so far, the delay before it, when it first failed. */
-export interface RetryRow extends HeldRow {
+/** A held row of a dead URL, released with its attempts so far (the reroute's record names them). */
+export interface ReleasedRow extends HeldRow {
   attempts: number;
-  delay_ms: number;
   failed_at: string;
+}
+
+/** A held row's next try: its attempts so far, the delay before it, when it first failed. */
+export interface RetryRow extends ReleasedRow {
+  delay_ms: number;
 }
 
 /**
@@ -277,7 +281,7 @@ export interface RetryRow extends HeldRow {
  * claimed by another worker since is left alone): expired rows deleted, failed ones scheduled
  * for their next try, and those of a dead URL released for the reroute.
  */
-export async function settleHeldRows(trx: Kysely<Database>, rows: { removed: readonly HeldRow[]; retries: readonly RetryRow[]; released: readonly HeldRow[] }): Promise<void> {
+export async function settleHeldRows(trx: Kysely<Database>, rows: { removed: readonly HeldRow[]; retries: readonly RetryRow[]; released: readonly ReleasedRow[] }): Promise<void> {
   const { removed, retries, released } = rows;
   if (removed.length > 0) {
     await sql`DELETE FROM webhook_deliveries AS w USING unnest(${removed.map((r) => r.id)}::bigint[], ${removed.map((r) => r.claim)}::text[]) AS x(id, claim)
@@ -292,7 +296,8 @@ export async function settleHeldRows(trx: Kysely<Database>, rows: { removed: rea
       WHERE w.id = x.id AND w.claim = x.claim`.execute(trx);
   }
   if (released.length > 0) {
-    await sql`UPDATE webhook_deliveries AS w SET claim = NULL, claimed_until = NULL
-      FROM unnest(${released.map((r) => r.id)}::bigint[], ${released.map((r) => r.claim)}::text[]) AS x(id, claim) WHERE w.id = x.id AND w.claim = x.claim`.execute(trx);
+    await sql`UPDATE webhook_deliveries AS w SET attempts = x.attempts, first_failed_at = coalesce(w.first_failed_at, x.failed_at), claim = NULL, claimed_until = NULL
+      FROM json_to_recordset(${JSON.stringify(released)}::json) AS x(id bigint, claim text, attempts integer, failed_at timestamptz)
+      WHERE w.id = x.id AND w.claim = x.claim`.execute(trx);
   }
 }

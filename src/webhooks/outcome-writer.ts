@@ -6,7 +6,7 @@ import type { AttemptOutcome, Database } from '../db/schema.js';
 import type { Logger } from '../logger.js';
 import { type DispatcherStats, observeLatency } from './dispatcher-stats.js';
 import type { HttpOutcome } from './http-delivery.js';
-import { type ClaimedDelivery, type FreshRow, type HeldRow, type RetryRow, directPositions, freshRow, insertFreshRows, settleHeldRows } from './outbox.js';
+import { type ClaimedDelivery, type FreshRow, type HeldRow, type ReleasedRow, type RetryRow, directPositions, freshRow, insertFreshRows, settleHeldRows } from './outbox.js';
 import { nextRetry, retryWindowMs } from './retry-policy.js';
 import { WrittenHealth, healthOf, killUrls, writeUrlHealth } from './url-health.js';
 import { type AttemptRow, attemptRow, insertAttempts } from './attempt-rows.js';
@@ -242,7 +242,7 @@ export class OutcomeWriter {
       /** Attempt rows of direct first attempts given an outbox row: its id is their delivery id. */
       const pointing: { attempt: AttemptRow; key: string }[] = [];
       const removed: HeldRow[] = [];
-      const released: HeldRow[] = [];
+      const released: ReleasedRow[] = [];
       const retries: RetryRow[] = [];
       for (const r of batch) {
         const d = r.delivery;
@@ -267,7 +267,7 @@ export class OutcomeWriter {
           if (status.get(String(d.urlId)) !== 'alive') {
             // Its URL is dead (now or already): the reroute moves it to the backup or drops it.
             if (d.direct !== null) fresh.push(freshRow(d, { retry: false, attempts: attempt, delayMs: 0, failedAt }));
-            else released.push({ id: String(d.id), claim: d.claim });
+            else released.push({ id: String(d.id), claim: d.claim, attempts: attempt, failed_at: failedAt.toISOString() });
           } else if (decision.kind === 'retry') {
             if (d.direct !== null) fresh.push(freshRow(d, { retry: true, attempts: attempt, delayMs: decision.delayMs, failedAt }));
             else retries.push({ id: String(d.id), claim: d.claim, attempts: attempt, delay_ms: decision.delayMs, failed_at: failedAt.toISOString() });

@@ -190,6 +190,14 @@ describe('dead URLs and backups', () => {
     const dropped = await db.kysely.selectFrom('webhook_attempts').select(['outcome', 'error_class']).where('url_id', '=', primary.id).where('outcome', '=', 'dropped').execute();
     expect(dropped.length).toBe(5);
     expect(dropped.every((d) => d.error_class === 'url_dead')).toBe(true);
+    // Each drop record names the attempts its delivery made: the failures the URL's death
+    // released were not counted in it before (a drop said 1 after a second failed attempt).
+    const records = await db.kysely.selectFrom('webhook_attempts').select(['webhook_id', 'outcome', 'attempt']).where('url_id', '=', primary.id).execute();
+    for (const drop of records.filter((r) => r.outcome === 'dropped')) {
+      const failed = records.filter((r) => r.webhook_id === drop.webhook_id && r.outcome === 'failed');
+      expect({ id: drop.webhook_id, attempt: drop.attempt }).toEqual({ id: drop.webhook_id, attempt: failed.length });
+      expect(Math.max(...failed.map((r) => r.attempt))).toBe(failed.length);
+    }
 
     const before = receiver.at('/broken/32').length;
     await append(db, '32', sends('e', 105, 5)); // while dead: nothing is sent
