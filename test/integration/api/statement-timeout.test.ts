@@ -6,6 +6,7 @@ import { connectRequestPool } from '../../../src/db/connect.js';
 import { createApiKey } from '../../../src/keys/key-store.js';
 import type { Service } from '../../../src/main.js';
 import { replayWebhookEvents } from '../../../src/webhooks/replay-webhooks.js';
+import { WEBHOOKS_CHECKPOINT } from '../../../src/webhooks/fan-out-checkpoint.js';
 import { hook } from '../webhooks/fixture.js';
 import { basicAuth } from '../../support/api.js';
 import { sampleEvents } from '../../support/events.js';
@@ -114,6 +115,9 @@ describe('API requests under a statement timeout', () => {
     await hook(t.db, tenant, { EventType: 'open', Url: 'https://hooks.example.com/opens' });
     const opens = Array.from({ length: 1500 }, (_, i) => ({ event: 'open', time: 1_700_000_000 + i, MessageID: String(900_000 + i), email: `r${i}@example.com`, EventID: `replay-${i}` }));
     await append(t.db, tenant, opens);
+    // As if a dispatcher had fanned them out (a replay sends again only what it has passed).
+    await sql`INSERT INTO checkpoints (name, position) SELECT ${WEBHOOKS_CHECKPOINT}, max(position) FROM events
+      ON CONFLICT (name) DO UPDATE SET position = excluded.position`.execute(t.db.kysely);
     const { rows } = await sql<{ p: string }>`SELECT position::text AS p FROM events WHERE api_key_id = ${tenant} ORDER BY position LIMIT 1 OFFSET 1000`.execute(t.db.kysely);
     const failFrom = BigInt(rows[0]?.p as string);
     // The second batch of 1000 (positions from failFrom on) cannot be enqueued.
