@@ -54,7 +54,7 @@ export const messages: Projection = {
         col('attempt_count', 'integer'),
         col('event_count', 'integer'),
       ],
-      indexes: [['api_key_id', 'message_time'], ['api_key_id', 'campaign_id', 'message_time'], ['api_key_id', 'email'], ...DIM_INDEXES],
+      indexes: [['api_key_id', 'message_time'], ['api_key_id', 'campaign_id', 'message_time'], ['api_key_id', 'lower(email)'], ...DIM_INDEXES],
       fillfactor: 80,
     },
   ],

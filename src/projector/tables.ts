@@ -38,7 +38,9 @@ function columnDdl(c: ColumnSpec, isSum: boolean): string {
 }
 
 function indexName(table: string, columns: readonly string[]): string {
-  const name = `${table}__${columns.join('_')}_idx`;
+  // An expression (`lower(email)`) is named by its words: `lower_email`.
+  const words = columns.map((c) => c.replace(/\W+/g, '_').replace(/^_|_$/g, ''));
+  const name = `${table}__${words.join('_')}_idx`;
   // Postgres cuts identifiers at 63 bytes, and the swap renames indexes by name.
   if (name.length > 63) throw new Error(`index name ${name} is longer than Postgres allows (63): shorten the table or column names`);
   return name;
@@ -87,7 +89,10 @@ export async function ensureProjectionTables(db: Kysely<Database>, projections: 
   const stale: Projection[] = [];
   const recorded = new Map((await db.selectFrom('projections').select(['name', 'version']).execute()).map((r) => [r.name, r.version]));
   for (const p of projections) {
-    for (const t of p.tables) await execAll(db, createTableStatements(t));
+    for (const t of p.tables) {
+      await execAll(db, createTableStatements(t));
+      await dropObsoleteIndexes(db, t);
+    }
     const version = recorded.get(p.name);
     if (version === undefined) {
       await db.insertInto('projections').values({ name: p.name, version: p.version }).onConflict((oc) => oc.column('name').doNothing()).execute();
@@ -96,4 +101,19 @@ export async function ensureProjectionTables(db: Kysely<Database>, projections: 
     }
   }
   return stale;
+}
+
+/**
+ * Drops the indexes of a live read-model table that its spec no longer names (an index this
+ * code names `<table>__…_idx`, replaced by another in a later version): kept, each would cost
+ * every write to the table and serve no query. Other indexes (an operator's own) are left.
+ */
+async function dropObsoleteIndexes(db: Kysely<Database>, spec: TableSpec): Promise<void> {
+  const wanted = new Set((spec.indexes ?? []).map((cols) => indexName(spec.name, cols)));
+  const { rows } = await sql<{ name: string }>`
+    SELECT indexname AS name FROM pg_indexes
+    WHERE schemaname = current_schema() AND tablename = ${spec.name} AND indexname LIKE ${`${spec.name}\\_\\_%\\_idx`}`.execute(db);
+  for (const { name } of rows) {
+    if (!wanted.has(name)) await sql.raw(`DROP INDEX IF EXISTS ${name}`).execute(db);
+  }
 }
