@@ -97,6 +97,9 @@ export async function startService(config: Config, roles: readonly Role[], log: 
           engine: config.projector.replayEngine,
           workMem: config.projector.replayWorkMem,
           catchUpBatch: config.projector.batchSize,
+          onProgress: (p) => {
+            if (p.phase === 'wait') plog.info({ waitingFor: p.waitingFor, waitedSeconds: p.done, giveUpAfterSeconds: p.total }, 'rebuilt read models waiting for locks on the live tables to swap in');
+          },
           ...(signal !== undefined ? { signal } : {}),
         });
       }
