@@ -79,6 +79,13 @@ export interface ReplayReport {
   differences?: Record<string, TableDifference>;
 }
 
+/** A replay of `projection` runs elsewhere: its lease is held. */
+export class ReplayRunning extends Error {
+  constructor(readonly projection: string) {
+    super(`A replay of ${projection} is already running (an interrupted one lets go within ${REPLAY_LEASE_MS / 1000} s)`);
+  }
+}
+
 /**
  * Rebuilds read models from position 0 without disturbing the live tables: every event is read
  * once, grouped by message (and campaign), folded by each projection into
@@ -92,9 +99,7 @@ export interface ReplayReport {
 export async function replay(db: Db, projections: readonly Projection[], options: ReplayOptions): Promise<ReplayReport> {
   const owner = `replay-${randomUUID()}`;
   const leases = await holdLeases(db.leaseConnection(), projections.map((p) => `replay:${p.name}`), owner, REPLAY_LEASE_MS);
-  if (!leases.ok) {
-    throw new Error(`A replay of ${leases.taken.slice('replay:'.length)} is already running (an interrupted one lets go within ${REPLAY_LEASE_MS / 1000} s)`);
-  }
+  if (!leases.ok) throw new ReplayRunning(leases.taken.slice('replay:'.length));
   try {
     await dropLeftWorkTables(db, PROJECTIONS.filter((p) => !projections.some((q) => q.name === p.name)), owner);
     return await rebuild(db, projections, options);
