@@ -89,16 +89,19 @@ export async function startService(config: Config, roles: readonly Role[], log: 
     if (roles.includes('projector')) {
       const plog = log.child({ role: 'projector' });
       if (stale.length > 0) {
-        const { replay } = await import('./projector/replay.js');
+        const { rebuildStale } = await import('./projector/rebuild-stale.js');
         plog.info({ projections: stale.map((p) => p.name) }, 'read models built by another version of their code: rebuilding');
-        await replay(db, stale, {
+        await rebuildStale(db, stale, {
           readBatch: config.projector.replayBatchSize,
           counterEntries: config.projector.replayCounterRows,
           engine: config.projector.replayEngine,
           workMem: config.projector.replayWorkMem,
           catchUpBatch: config.projector.batchSize,
+          onProgress: (p) => {
+            if (p.phase === 'wait') plog.info({ waitingFor: p.waitingFor, waitedSeconds: p.done, giveUpAfterSeconds: p.total }, 'rebuilt read models waiting for locks on the live tables to swap in');
+          },
           ...(signal !== undefined ? { signal } : {}),
-        });
+        }, plog);
       }
       const { Projector } = await import('./projector/runner.js');
       const running = new Projector(db, PROJECTIONS, config.projector, plog);

@@ -15,9 +15,10 @@ const PHASE_LABELS: Record<ReplayPhase, string> = {
   write: 'writing tables   ',
   index: 'indexing         ',
   'catch-up': 'catching up      ',
+  wait: 'waiting for locks',
   swap: 'swapping in      ',
 };
-const UNITS: Record<ReplayPhase, string> = { read: 'positions', build: 'tables', fold: 'groups', write: 'rows', index: 'indexes', 'catch-up': 'positions', swap: 'step' };
+const UNITS: Record<ReplayPhase, string> = { read: 'positions', build: 'tables', fold: 'groups', write: 'rows', index: 'indexes', 'catch-up': 'positions', wait: 's', swap: 'step' };
 
 /** `mailtally replay [--projection a,b]`: rebuild read models from the log, with progress. */
 export async function runReplay(config: Config, only: string | undefined): Promise<number> {
@@ -97,7 +98,8 @@ export function selectProjections(only: string | undefined): Projection[] {
 
 /**
  * One bar per phase on a terminal (rate and ETA); a line every few seconds otherwise. A phase
- * that gives way to the next has ended: its bar is drawn full, its count printed in full.
+ * that gives way to the next has ended: its bar is drawn full, its count printed in full, but
+ * for a wait (its total is a limit), which shows what it waits for instead.
  */
 export function phaseBars(tty = process.stderr.isTTY): { update(p: ReplayProgress): void; stop(): void } {
   let current: ReplayProgress | null = null;
@@ -109,7 +111,8 @@ export function phaseBars(tty = process.stderr.isTTY): { update(p: ReplayProgres
   const line = (p: ReplayProgress, done: number) => {
     lastLine = Date.now();
     printedDone = done;
-    process.stderr.write(`replay: ${PHASE_LABELS[p.phase].trim()} ${done}/${p.total} (${rateOf(done)}/s)\n`);
+    const what = p.phase === 'wait' ? ` ${UNITS.wait}: ${p.waitingFor ?? '?'}` : ` (${rateOf(done)}/s)`;
+    process.stderr.write(`replay: ${PHASE_LABELS[p.phase].trim()} ${done}/${p.total}${what}\n`);
   };
   const stop = () => {
     bar?.stop();
@@ -117,22 +120,29 @@ export function phaseBars(tty = process.stderr.isTTY): { update(p: ReplayProgres
   };
   return {
     update(p) {
-      if (p.phase !== current?.phase) {
-        if (bar !== null) bar.update(bar.getTotal());
-        else if (current !== null && printedDone !== current.total) line(current, current.total);
+      const previous = current;
+      if (p.phase !== previous?.phase) {
+        // A wait does not end on its full count: its total is a limit.
+        if (previous !== null && previous.phase !== 'wait') {
+          if (bar !== null) bar.update(bar.getTotal());
+          else if (printedDone !== previous.total) line(previous, previous.total);
+        }
         stop();
         phaseStarted = Date.now();
         printedDone = -1;
         if (tty) {
           bar = new cliProgress.SingleBar(
             {
-              format: `${PHASE_LABELS[p.phase]} |{bar}| {percentage}% | {value}/{total} ${UNITS[p.phase]} | {rate}/s | ETA {eta_formatted}`,
+              format:
+                p.phase === 'wait'
+                  ? `${PHASE_LABELS.wait} |{bar}| {value}/{total} ${UNITS.wait} | {waitingFor}`
+                  : `${PHASE_LABELS[p.phase]} |{bar}| {percentage}% | {value}/{total} ${UNITS[p.phase]} | {rate}/s | ETA {eta_formatted}`,
               hideCursor: true,
               formatTime: formatEta,
             },
             cliProgress.Presets.shades_classic,
           );
-          bar.start(Math.max(p.total, 1), 0, { rate: 0 });
+          bar.start(Math.max(p.total, 1), 0, { rate: 0, waitingFor: '' });
         } else {
           process.stderr.write(`replay: ${PHASE_LABELS[p.phase].trim()} (${p.total} ${UNITS[p.phase]})\n`);
         }
@@ -140,8 +150,8 @@ export function phaseBars(tty = process.stderr.isTTY): { update(p: ReplayProgres
       current = p;
       if (bar !== null) {
         bar.setTotal(Math.max(p.total, 1));
-        bar.update(p.done, { rate: rateOf(p.done) });
-      } else if (Date.now() - lastLine > 5000) {
+        bar.update(p.done, { rate: rateOf(p.done), waitingFor: p.waitingFor ?? '' });
+      } else if (Date.now() - lastLine > 5000 || (p.phase === 'wait' && p.waitingFor !== previous?.waitingFor)) {
         line(p, p.done);
       }
     },

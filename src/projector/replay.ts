@@ -14,15 +14,19 @@ import { foldLog } from './fold-log.js';
 import { buildShadowsBySql, hasSetBasedSql } from './set-rebuild.js';
 import { openShadowRows } from './shadow-rows.js';
 import { stopPoint } from './stop-point.js';
-import { execAll, SHADOW, swapStatements } from './tables.js';
+import { SWAP_LOCK_TIMEOUT_MS, SWAP_WAIT_MS, swapWhenFree } from './swap.js';
+import { execAll, SHADOW } from './tables.js';
 import { writeDeltas } from './write-delta.js';
 
-export type ReplayPhase = 'read' | 'build' | 'fold' | 'write' | 'index' | 'catch-up' | 'swap';
+export type ReplayPhase = 'read' | 'build' | 'fold' | 'write' | 'index' | 'catch-up' | 'wait' | 'swap';
 
 export interface ReplayProgress {
   phase: ReplayPhase;
+  /** 'wait': seconds waited for the swap's locks, of `total` at most. */
   done: number;
   total: number;
+  /** 'wait': what holds the locks, e.g. "geo_stats, held by pid 4321 (…)". */
+  waitingFor?: string;
 }
 
 export interface ReplayOptions {
@@ -56,6 +60,10 @@ export interface ReplayOptions {
   readonly engine?: 'sql' | 'fold';
   /** The set-based engine's `work_mem` per statement; default `DEFAULT_REBUILD_WORK_MEM` in set-rebuild.ts. */
   readonly workMem?: string | undefined;
+  /** The swap's longest wait for its locks per try; default {@link SWAP_LOCK_TIMEOUT_MS} (see swap.ts). */
+  readonly swapLockTimeoutMs?: number;
+  /** How long the swap keeps trying before the replay fails; default {@link SWAP_WAIT_MS}. */
+  readonly swapWaitMs?: number;
 }
 
 export interface ReplayReport {
@@ -71,21 +79,27 @@ export interface ReplayReport {
   differences?: Record<string, TableDifference>;
 }
 
+/** A replay of `projection` runs elsewhere: its lease is held. */
+export class ReplayRunning extends Error {
+  constructor(readonly projection: string) {
+    super(`A replay of ${projection} is already running (an interrupted one lets go within ${REPLAY_LEASE_MS / 1000} s)`);
+  }
+}
+
 /**
  * Rebuilds read models from position 0 without disturbing the live tables: every event is read
  * once, grouped by message (and campaign), folded by each projection into
  * `<table>__shadow`, indexed, caught up with whatever was appended meanwhile, then swapped in and
- * its checkpoint set in one transaction. A live projector keeps serving the old tables until the
- * swap and then continues from the new checkpoint (its in-flight batch fails its
- * compare-and-set and is retried). Interrupted, it leaves only shadow tables, which the next run
+ * its checkpoint set in one transaction, whose locks it waits for a little at a time (swap.ts):
+ * reads of the live tables never queue long behind it. A live projector keeps serving the old
+ * tables until the swap and then continues from the new checkpoint (its in-flight batch fails
+ * its compare-and-set and is retried). Interrupted, it leaves only shadow tables, which the next run
  * drops: safe to rerun.
  */
 export async function replay(db: Db, projections: readonly Projection[], options: ReplayOptions): Promise<ReplayReport> {
   const owner = `replay-${randomUUID()}`;
   const leases = await holdLeases(db.leaseConnection(), projections.map((p) => `replay:${p.name}`), owner, REPLAY_LEASE_MS);
-  if (!leases.ok) {
-    throw new Error(`A replay of ${leases.taken.slice('replay:'.length)} is already running (an interrupted one lets go within ${REPLAY_LEASE_MS / 1000} s)`);
-  }
+  if (!leases.ok) throw new ReplayRunning(leases.taken.slice('replay:'.length));
   try {
     await dropLeftWorkTables(db, PROJECTIONS.filter((p) => !projections.some((q) => q.name === p.name)), owner);
     return await rebuild(db, projections, options);
@@ -154,9 +168,15 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
   const events = await countEventsUpTo(db, head);
   const report = { projections: projections.map((p) => p.name), position: head, events, groups: groupCount, rows, spills };
   if (options.mode === 'verify') return { ...report, differences: await compareWithLive(db, tables) };
-  const position = await catchUp(db, projections, head, options, progress);
+  const caughtUp = await catchUp(db, projections, head, options, progress);
   await stopPoint(options.signal);
-  await swap(db, projections, position);
+  const position = await swapWhenFree(db, projections, caughtUp, {
+    lockTimeoutMs: options.swapLockTimeoutMs ?? SWAP_LOCK_TIMEOUT_MS,
+    waitMs: options.swapWaitMs ?? SWAP_WAIT_MS,
+    signal: options.signal,
+    catchUp: (from) => catchUp(db, projections, from, options, progress),
+    progress,
+  });
   progress({ phase: 'swap', done: 1, total: 1 });
   return { ...report, position };
 }
@@ -205,30 +225,6 @@ async function catchUp(db: Db, projections: readonly Projection[], from: bigint,
     position = batch.to;
     progress({ phase: 'catch-up', done: Number(position), total: Number(head) });
   }
-}
-
-/** Swaps the shadow tables in and sets each checkpoint, atomically. */
-async function swap(db: Db, projections: readonly Projection[], position: bigint): Promise<void> {
-  await db.kysely.transaction().execute(async (trx) => {
-    // Same lock order as a live runner's batch (tables in registry order, then checkpoints),
-    // so the two wait for each other instead of deadlocking.
-    const live = projections.flatMap((p) => p.tables.map((t) => t.name));
-    await sql.raw(`LOCK TABLE ${live.join(', ')} IN ACCESS EXCLUSIVE MODE`).execute(trx);
-    for (const p of projections) {
-      // Holding the checkpoint row makes a live runner's compare-and-set wait, then fail.
-      await sql`INSERT INTO checkpoints (name, position, version) VALUES (${p.name}, 0, ${p.version}) ON CONFLICT (name) DO NOTHING`.execute(trx);
-      await sql`SELECT position FROM checkpoints WHERE name = ${p.name} FOR UPDATE`.execute(trx);
-    }
-    for (const p of projections) {
-      for (const t of p.tables) await execAll(trx, swapStatements(t));
-      // With the version of the code that built the tables: a live runner of another version
-      // can no longer write to them (its compare-and-set fails; see runner.ts).
-      await sql`UPDATE checkpoints SET position = ${position}, version = ${p.version}, updated_at = now() WHERE name = ${p.name}`.execute(trx);
-      await sql`
-        INSERT INTO projections (name, version, built_at) VALUES (${p.name}, ${p.version}, now())
-        ON CONFLICT (name) DO UPDATE SET version = excluded.version, built_at = excluded.built_at`.execute(trx);
-    }
-  });
 }
 
 /** Events in the log up to `head` (an index-only scan of the positions). */

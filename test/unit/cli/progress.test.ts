@@ -44,4 +44,29 @@ describe('progress output', () => {
       '',
     ]);
   });
+
+  it('replay without a terminal: a wait for the swap’s locks names what holds them, again when that changes, and does not end on its limit', () => {
+    const written: string[] = [];
+    vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      written.push(String(chunk));
+      return true;
+    });
+    const bars = phaseBars(false);
+    bars.update({ phase: 'catch-up', done: 10, total: 10 });
+    bars.update({ phase: 'wait', done: 0, total: 300, waitingFor: 'geo_stats, held by pid 42 (…)' });
+    bars.update({ phase: 'wait', done: 2, total: 300, waitingFor: 'geo_stats, held by pid 42 (…)' });
+    bars.update({ phase: 'wait', done: 4, total: 300, waitingFor: 'geo_stats, held by pid 43 (…)' });
+    bars.update({ phase: 'swap', done: 1, total: 1 });
+    bars.stop();
+    const lines = written.join('').split('\n').map((l) => l.replace(/ \(\d+\/s\)$/, ''));
+    expect(lines).toEqual([
+      'replay: catching up (10 positions)',
+      'replay: catching up 10/10',
+      'replay: waiting for locks (300 s)',
+      'replay: waiting for locks 0/300 s: geo_stats, held by pid 42 (…)',
+      'replay: waiting for locks 4/300 s: geo_stats, held by pid 43 (…)',
+      'replay: swapping in (1 step)',
+      '',
+    ]);
+  });
 });
