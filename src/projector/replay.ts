@@ -191,19 +191,25 @@ async function foldShadows(
 }
 
 
-/** Applies what was appended since `from` to the shadow tables, until close to the head. */
+/**
+ * Applies what was appended since `from` to the shadow tables, until close to the head. Its
+ * progress counts positions from `from`: the total is what was appended since, and grows with
+ * the head.
+ */
 async function catchUp(db: Db, projections: readonly Projection[], from: bigint, options: ReplayOptions, progress: (p: ReplayProgress) => void): Promise<bigint> {
   let position = from;
   for (;;) {
     await stopPoint(options.signal);
     const head = await logHead(db.kysely);
     if (head - position <= options.catchUpBatch) return position;
+    if (position === from) progress({ phase: 'catch-up', done: 0, total: Number(head - from) });
     const cursors: Cursor[] = projections.map((projection) => ({ projection, position }));
     const batch = await computeBatch(db, cursors, options.catchUpBatch);
     if (batch === null) return position;
     await writeDeltas(db, [...batch.deltas.values()], SHADOW);
     position = batch.to;
-    progress({ phase: 'catch-up', done: Number(position), total: Number(head) });
+    // The batch may reach past `head` (appended since it was read).
+    progress({ phase: 'catch-up', done: Number(position - from), total: Number((position > head ? position : head) - from) });
   }
 }
 
