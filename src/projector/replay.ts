@@ -23,6 +23,12 @@ export interface ReplayProgress {
   phase: ReplayPhase;
   done: number;
   total: number;
+  /**
+   * What `done` tells of the time left. Unset: it grows steadily (positions, groups, rows), so a
+   * rate and an ETA hold. 'steps': statements of very unequal lengths counted as they end (a
+   * count, no rate). 'none': `done` moves only when the phase's long statements end.
+   */
+  gauge?: 'steps' | 'none';
 }
 
 export interface ReplayOptions {
@@ -156,8 +162,10 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
   if (options.mode === 'verify') return { ...report, differences: await compareWithLive(db, tables) };
   const position = await catchUp(db, projections, head, options, progress);
   await stopPoint(options.signal);
+  // Shown while the swap waits for the live tables' locks.
+  progress({ phase: 'swap', done: 0, total: 1, gauge: 'steps' });
   await swap(db, projections, position);
-  progress({ phase: 'swap', done: 1, total: 1 });
+  progress({ phase: 'swap', done: 1, total: 1, gauge: 'steps' });
   return { ...report, position };
 }
 

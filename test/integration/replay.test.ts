@@ -15,7 +15,8 @@ import { append, caughtUp, NO_DIFFERENCES, startProjector, verifyAgainstReplay }
 
 const PgClient = pg.Client;
 
-const TABLES = PROJECTIONS.flatMap((p) => p.tables.map((t) => t.name));
+const TABLE_SPECS = PROJECTIONS.flatMap((p) => p.tables);
+const TABLES = TABLE_SPECS.map((t) => t.name);
 
 /** Every index of the read-model tables (the primary keys' included), as Postgres defines it. */
 async function indexDefinitions(db: Db): Promise<string[]> {
@@ -223,8 +224,9 @@ describe.each(DIALECTS)('replay on %s', (dialect) => {
     expect(await verifyAgainstReplay(db)).toEqual(NO_DIFFERENCES);
   });
 
-  // What the progress bar is given. The catch-up counts from where the rebuild ended, so its
-  // total is what was appended during the rebuild.
+  // What the progress bar is given. The facts are statements that count nothing until they end;
+  // the SQL's loads, keys and indexes are one phase, each counted as it ends; the catch-up counts
+  // from where the rebuild ended, so its total is what was appended during the rebuild.
   it.each(['sql', 'fold'] as const)('reports each phase’s progress as it goes, the catch-up’s from where the rebuild ended (%s)', async (engine) => {
     const from = await logHead(db.kysely);
     const seen: ReplayProgress[] = [];
@@ -248,6 +250,7 @@ describe.each(DIALECTS)('replay on %s', (dialect) => {
     await appending;
     const appended = Number((await logHead(db.kysely)) - from);
     expect(landedFirst, 'the appends landed before the catch-up began').toBe(true);
+    const phases = seen.map((p) => p.phase).filter((p, i, all) => p !== all[i - 1]);
     const of = (phase: ReplayPhase) => seen.filter((p) => p.phase === phase);
 
     const catchUp = of('catch-up');
@@ -255,6 +258,20 @@ describe.each(DIALECTS)('replay on %s', (dialect) => {
     expect(catchUp.every((p) => p.total === appended && p.done <= p.total)).toBe(true);
     expect(catchUp.map((p) => p.done)).toEqual([...catchUp.map((p) => p.done)].sort((a, b) => a - b));
     expect(report.position).toBe(from + BigInt(catchUp.at(-1)?.done ?? -1));
+    expect(of('swap')).toEqual([{ phase: 'swap', done: 0, total: 1, gauge: 'steps' }, { phase: 'swap', done: 1, total: 1, gauge: 'steps' }]);
+
+    if (engine === 'sql') {
+      expect(phases).toEqual(['read', 'build', 'catch-up', 'swap']);
+      expect(of('read')).toEqual([{ phase: 'read', done: 0, total: Number(from), gauge: 'none' }, { phase: 'read', done: Number(from), total: Number(from), gauge: 'none' }]);
+      // `engagement`, then each table's load, key and indexes.
+      const steps = 1 + TABLE_SPECS.reduce((n, t) => n + 2 + (t.indexes ?? []).length, 0);
+      expect(of('build')).toEqual(Array.from({ length: steps + 1 }, (_, done) => ({ phase: 'build', done, total: steps, gauge: 'steps' })));
+    } else {
+      expect(phases.slice(0, 1)).toEqual(['read']);
+      expect(of('read').every((p) => p.gauge === undefined)).toBe(true);
+      expect(of('index').length).toBeGreaterThan(0);
+      expect(of('index').every((p) => p.gauge === 'steps')).toBe(true);
+    }
     await caughtUp(db);
   });
 });
