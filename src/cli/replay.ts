@@ -17,7 +17,7 @@ const PHASE_LABELS: Record<ReplayPhase, string> = {
   'catch-up': 'catching up      ',
   swap: 'swapping in      ',
 };
-const UNITS: Record<ReplayPhase, string> = { read: 'positions', build: 'tables', fold: 'groups', write: 'rows', index: 'indexes', 'catch-up': 'positions', swap: 'step' };
+const UNITS: Record<ReplayPhase, string> = { read: 'positions', build: 'tables and indexes', fold: 'groups', write: 'rows', index: 'indexes', 'catch-up': 'positions', swap: 'step' };
 
 /** `mailtally replay [--projection a,b]`: rebuild read models from the log, with progress. */
 export async function runReplay(config: Config, only: string | undefined): Promise<number> {
@@ -96,8 +96,11 @@ export function selectProjections(only: string | undefined): Projection[] {
 }
 
 /**
- * One bar per phase on a terminal (rate and ETA); a line every few seconds otherwise. A phase
- * that gives way to the next has ended: its bar is drawn full, its count printed in full.
+ * One bar per phase on a terminal; a line every few seconds otherwise. A phase that gives way to
+ * the next has ended: its bar is drawn full, its count printed in full. A phase whose `done`
+ * grows steadily shows its rate and ETA; one counted in statements of unequal lengths (`gauge`
+ * 'steps') its count and the time spent; one that cannot count until it ends ('none') its size
+ * and the time spent.
  */
 export function phaseBars(tty = process.stderr.isTTY): { update(p: ReplayProgress): void; stop(): void } {
   let current: ReplayProgress | null = null;
@@ -105,33 +108,37 @@ export function phaseBars(tty = process.stderr.isTTY): { update(p: ReplayProgres
   let lastLine = 0;
   let printedDone = -1;
   let phaseStarted = Date.now();
+  let stopped = false;
   const rateOf = (done: number) => Math.round(done / Math.max((Date.now() - phaseStarted) / 1000, 0.001));
   const line = (p: ReplayProgress, done: number) => {
     lastLine = Date.now();
     printedDone = done;
-    process.stderr.write(`replay: ${PHASE_LABELS[p.phase].trim()} ${done}/${p.total} (${rateOf(done)}/s)\n`);
+    const count = p.gauge === 'none' && done < p.total ? '…' : `${done}/${p.total}`;
+    const pace = p.gauge === undefined ? `${rateOf(done)}/s` : `${Math.round((Date.now() - phaseStarted) / 1000)} s`;
+    process.stderr.write(`replay: ${PHASE_LABELS[p.phase].trim()} ${count} (${pace})\n`);
   };
+  // Without a terminal, a phase that counts nothing for a while still shows it is working.
+  const heartbeat = tty
+    ? null
+    : setInterval(() => {
+        if (current !== null && Date.now() - lastLine > 5000) line(current, current.done);
+      }, 1000).unref();
   const stop = () => {
     bar?.stop();
     bar = null;
   };
   return {
     update(p) {
+      if (stopped) return;
       if (p.phase !== current?.phase) {
         if (bar !== null) bar.update(bar.getTotal());
         else if (current !== null && printedDone !== current.total) line(current, current.total);
         stop();
         phaseStarted = Date.now();
         printedDone = -1;
+        lastLine = Date.now();
         if (tty) {
-          bar = new cliProgress.SingleBar(
-            {
-              format: `${PHASE_LABELS[p.phase]} |{bar}| {percentage}% | {value}/{total} ${UNITS[p.phase]} | {rate}/s | ETA {eta_formatted}`,
-              hideCursor: true,
-              formatTime: formatEta,
-            },
-            cliProgress.Presets.shades_classic,
-          );
+          bar = new cliProgress.SingleBar({ format: barFormat(p), hideCursor: true, formatTime: formatEta }, cliProgress.Presets.shades_classic);
           bar.start(Math.max(p.total, 1), 0, { rate: 0 });
         } else {
           process.stderr.write(`replay: ${PHASE_LABELS[p.phase].trim()} (${p.total} ${UNITS[p.phase]})\n`);
@@ -145,6 +152,17 @@ export function phaseBars(tty = process.stderr.isTTY): { update(p: ReplayProgres
         line(p, p.done);
       }
     },
-    stop,
+    stop: () => {
+      stopped = true;
+      if (heartbeat !== null) clearInterval(heartbeat);
+      stop();
+    },
   };
+}
+
+function barFormat(p: ReplayProgress): string {
+  const label = PHASE_LABELS[p.phase];
+  if (p.gauge === 'none') return `${label} | ${p.total} ${UNITS[p.phase]} | {duration_formatted} so far`;
+  if (p.gauge === 'steps') return `${label} |{bar}| {percentage}% | {value}/{total} ${UNITS[p.phase]} | {duration_formatted} so far`;
+  return `${label} |{bar}| {percentage}% | {value}/{total} ${UNITS[p.phase]} | {rate}/s | ETA {eta_formatted}`;
 }
