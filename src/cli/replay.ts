@@ -26,13 +26,19 @@ export async function runReplay(config: Config, only: string | undefined): Promi
   const bar = phaseBars();
   // Ctrl-C: the rebuild stops after the statement or read in progress, drops its work tables and
   // lets go of its read models, so it can be run again at once. A second Ctrl-C quits at once
-  // (the read models are then let go within a minute).
+  // (the read models are then let go within a minute), once its connections are ended on the
+  // server (a second at most; Postgres would run their statements to their end); a third does
+  // not wait.
   const stopping = new AbortController();
+  let quitting = false;
   const interrupted = () => {
     bar.stop();
+    if (quitting) process.exit(130);
     if (stopping.signal.aborted) {
+      quitting = true;
       console.error('\nInterrupted: the live tables are untouched; run replay again to rebuild (this run lets go of its read models within a minute).');
-      process.exit(130);
+      void db.terminateConnections(1000).finally(() => process.exit(130));
+      return;
     }
     console.error('\nStopping after the current step (Ctrl-C again to quit at once)…');
     stopping.abort();
