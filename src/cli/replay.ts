@@ -18,7 +18,7 @@ const PHASE_LABELS: Record<ReplayPhase, string> = {
   wait: 'waiting for locks',
   swap: 'swapping in      ',
 };
-const UNITS: Record<ReplayPhase, string> = { read: 'positions', build: 'tables', fold: 'groups', write: 'rows', index: 'indexes', 'catch-up': 'positions', wait: 's', swap: 'step' };
+const UNITS: Record<ReplayPhase, string> = { read: 'positions', build: 'tables and indexes', fold: 'groups', write: 'rows', index: 'indexes', 'catch-up': 'positions', wait: 's', swap: 'step' };
 
 /** `mailtally replay [--projection a,b]`: rebuild read models from the log, with progress. */
 export async function runReplay(config: Config, only: string | undefined): Promise<number> {
@@ -27,13 +27,19 @@ export async function runReplay(config: Config, only: string | undefined): Promi
   const bar = phaseBars();
   // Ctrl-C: the rebuild stops after the statement or read in progress, drops its work tables and
   // lets go of its read models, so it can be run again at once. A second Ctrl-C quits at once
-  // (the read models are then let go within a minute).
+  // (the read models are then let go within a minute), once its connections are ended on the
+  // server (a second at most; Postgres would run their statements to their end); a third does
+  // not wait.
   const stopping = new AbortController();
+  let quitting = false;
   const interrupted = () => {
     bar.stop();
+    if (quitting) process.exit(130);
     if (stopping.signal.aborted) {
+      quitting = true;
       console.error('\nInterrupted: the live tables are untouched; run replay again to rebuild (this run lets go of its read models within a minute).');
-      process.exit(130);
+      void db.terminateConnections(1000).finally(() => process.exit(130));
+      return;
     }
     console.error('\nStopping after the current step (Ctrl-C again to quit at once)…');
     stopping.abort();
@@ -97,9 +103,12 @@ export function selectProjections(only: string | undefined): Projection[] {
 }
 
 /**
- * One bar per phase on a terminal (rate and ETA); a line every few seconds otherwise. A phase
- * that gives way to the next has ended: its bar is drawn full, its count printed in full, but
- * for a wait (its total is a limit), which shows what it waits for instead.
+ * One bar per phase on a terminal; a line every few seconds otherwise. A phase that gives way to
+ * the next has ended: its bar is drawn full, its count printed in full, but for a wait (its
+ * total is a limit), which shows what it waits for instead. A phase whose `done` grows steadily
+ * shows its rate and ETA; one counted in statements of unequal lengths (`gauge` 'steps') its
+ * count and the time spent; one that cannot count until it ends ('none') its size and the time
+ * spent.
  */
 export function phaseBars(tty = process.stderr.isTTY): { update(p: ReplayProgress): void; stop(): void } {
   let current: ReplayProgress | null = null;
@@ -107,19 +116,29 @@ export function phaseBars(tty = process.stderr.isTTY): { update(p: ReplayProgres
   let lastLine = 0;
   let printedDone = -1;
   let phaseStarted = Date.now();
+  let stopped = false;
   const rateOf = (done: number) => Math.round(done / Math.max((Date.now() - phaseStarted) / 1000, 0.001));
   const line = (p: ReplayProgress, done: number) => {
     lastLine = Date.now();
     printedDone = done;
-    const what = p.phase === 'wait' ? ` ${UNITS.wait}: ${p.waitingFor ?? '?'}` : ` (${rateOf(done)}/s)`;
-    process.stderr.write(`replay: ${PHASE_LABELS[p.phase].trim()} ${done}/${p.total}${what}\n`);
+    const count = p.gauge === 'none' && done < p.total ? '…' : `${done}/${p.total}`;
+    const pace = p.gauge === undefined ? `${rateOf(done)}/s` : `${Math.round((Date.now() - phaseStarted) / 1000)} s`;
+    const what = p.phase === 'wait' ? ` ${UNITS.wait}: ${p.waitingFor ?? '?'}` : ` (${pace})`;
+    process.stderr.write(`replay: ${PHASE_LABELS[p.phase].trim()} ${count}${what}\n`);
   };
+  // Without a terminal, a phase that counts nothing for a while still shows it is working.
+  const heartbeat = tty
+    ? null
+    : setInterval(() => {
+        if (current !== null && Date.now() - lastLine > 5000) line(current, current.done);
+      }, 1000).unref();
   const stop = () => {
     bar?.stop();
     bar = null;
   };
   return {
     update(p) {
+      if (stopped) return;
       const previous = current;
       if (p.phase !== previous?.phase) {
         // A wait does not end on its full count: its total is a limit.
@@ -130,18 +149,9 @@ export function phaseBars(tty = process.stderr.isTTY): { update(p: ReplayProgres
         stop();
         phaseStarted = Date.now();
         printedDone = -1;
+        lastLine = Date.now();
         if (tty) {
-          bar = new cliProgress.SingleBar(
-            {
-              format:
-                p.phase === 'wait'
-                  ? `${PHASE_LABELS.wait} |{bar}| {value}/{total} ${UNITS.wait} | {waitingFor}`
-                  : `${PHASE_LABELS[p.phase]} |{bar}| {percentage}% | {value}/{total} ${UNITS[p.phase]} | {rate}/s | ETA {eta_formatted}`,
-              hideCursor: true,
-              formatTime: formatEta,
-            },
-            cliProgress.Presets.shades_classic,
-          );
+          bar = new cliProgress.SingleBar({ format: barFormat(p), hideCursor: true, formatTime: formatEta }, cliProgress.Presets.shades_classic);
           bar.start(Math.max(p.total, 1), 0, { rate: 0, waitingFor: '' });
         } else {
           process.stderr.write(`replay: ${PHASE_LABELS[p.phase].trim()} (${p.total} ${UNITS[p.phase]})\n`);
@@ -155,6 +165,18 @@ export function phaseBars(tty = process.stderr.isTTY): { update(p: ReplayProgres
         line(p, p.done);
       }
     },
-    stop,
+    stop: () => {
+      stopped = true;
+      if (heartbeat !== null) clearInterval(heartbeat);
+      stop();
+    },
   };
+}
+
+function barFormat(p: ReplayProgress): string {
+  const label = PHASE_LABELS[p.phase];
+  if (p.phase === 'wait') return `${label} |{bar}| {value}/{total} ${UNITS.wait} | {waitingFor}`;
+  if (p.gauge === 'none') return `${label} | ${p.total} ${UNITS[p.phase]} | {duration_formatted} so far`;
+  if (p.gauge === 'steps') return `${label} |{bar}| {percentage}% | {value}/{total} ${UNITS[p.phase]} | {duration_formatted} so far`;
+  return `${label} |{bar}| {percentage}% | {value}/{total} ${UNITS[p.phase]} | {rate}/s | ETA {eta_formatted}`;
 }

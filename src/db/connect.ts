@@ -26,6 +26,14 @@ export interface Db {
    * has one connection, `kysely`.
    */
   leaseConnection(): Kysely<Database>;
+  /**
+   * For a process about to quit in the middle of its work: ends the pool's connections on the
+   * server, the statements they run with them (Postgres would otherwise run those to their end,
+   * unaware that the client is gone), through a connection of its own, giving up after
+   * `timeoutMs`. Ended rather than cancelled: a cancelled one could start the next statement
+   * before the process exits. Nothing to do on PGlite.
+   */
+  terminateConnections(timeoutMs: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -40,7 +48,8 @@ const pgTypes = {
 
 export async function connectDb(config: Config['database'], opts: { application?: string } = {}): Promise<Db> {
   if (config.kind === 'postgres') {
-    const pool = await openPool(config, { application: opts.application ?? 'mailtally' });
+    const clients = new Set<pg.PoolClient>();
+    const pool = await openPool(config, { application: opts.application ?? 'mailtally', clients });
     const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     const listener = new PgListener(config.url);
     let leases: { kysely: Kysely<Database>; pool: pg.Pool } | null = null;
@@ -64,7 +73,8 @@ export async function connectDb(config: Config['database'], opts: { application?
       // (during its start) would be kept alive by the pool's own connections.
       if (!pool.ending) await pool.end();
     };
-    return { kysely, kind: 'postgres', pool, listen: (channel, onNotify) => listener.listen(channel, onNotify), leaseConnection, close };
+    const terminateConnections = (timeoutMs: number) => terminateBackends(pool, backendPids(clients), timeoutMs);
+    return { kysely, kind: 'postgres', pool, listen: (channel, onNotify) => listener.listen(channel, onNotify), leaseConnection, terminateConnections, close };
   }
 
   // Loaded only for the embedded database: PGlite and kysely-pglite (which brings a TypeScript
@@ -92,6 +102,7 @@ export async function connectDb(config: Config['database'], opts: { application?
         };
       },
       leaseConnection: () => kysely,
+      terminateConnections: async () => {},
       close: async () => {
         await kysely.destroy();
         unlock();
@@ -129,13 +140,38 @@ export async function connectRequestPool(
       let done = false;
       void ended.then(() => (done = true));
       while (!done) {
-        const pids = [...clients].map((c) => (c as pg.PoolClient & { processID?: number }).processID).filter((pid): pid is number => typeof pid === 'number');
+        const pids = backendPids(clients);
         if (pids.length > 0) await sql`SELECT pg_cancel_backend(pid) FROM unnest(${pids}::int[]) AS pid`.execute(via).catch(() => {});
         await Promise.race([ended, new Promise((r) => setTimeout(r, 200))]);
       }
       await ended;
     },
   };
+}
+
+/** The server processes of the pool's connections. */
+function backendPids(clients: ReadonlySet<pg.PoolClient>): number[] {
+  return [...clients].map((c) => (c as pg.PoolClient & { processID?: number }).processID).filter((pid): pid is number => typeof pid === 'number');
+}
+
+/** `pg_terminate_backend` of each pid, through a new connection; gives up after `timeoutMs`. */
+async function terminateBackends(pool: pg.Pool, pids: readonly number[], timeoutMs: number): Promise<void> {
+  if (pids.length === 0) return;
+  const client = new pg.Client({ ...pool.options, connectionTimeoutMillis: timeoutMs });
+  client.on('error', () => {});
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      (async () => {
+        await client.connect();
+        await client.query('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', [pids]);
+      })().catch(() => {}),
+      new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    void client.end().catch(() => {});
+  }
 }
 
 async function openPool(

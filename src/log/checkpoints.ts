@@ -15,6 +15,22 @@ export async function readCheckpoints(db: Kysely<Database>, names: readonly stri
 }
 
 /**
+ * The named checkpoints that exist, by name: position, and when their read models were last
+ * built (`projections.built_at` as text, null if not recorded), which a replay's swap sets
+ * along with the position.
+ */
+export async function readCheckpointsAndBuilds(db: Kysely<Database>, names: readonly string[]): Promise<Map<string, { position: bigint; builtAt: string | null }>> {
+  if (names.length === 0) return new Map();
+  const rows = await db
+    .selectFrom('checkpoints')
+    .leftJoin('projections', 'projections.name', 'checkpoints.name')
+    .select(['checkpoints.name', 'checkpoints.position', sql<string | null>`projections.built_at::text`.as('built_at')])
+    .where('checkpoints.name', 'in', names)
+    .execute();
+  return new Map(rows.map((r) => [r.name, { position: r.position, builtAt: r.built_at }]));
+}
+
+/**
  * Moves a checkpoint from `expected` to `next`, in the caller's transaction. Returns false when
  * someone else moved it first (a second runner): the caller must roll back its batch.
  */

@@ -60,7 +60,7 @@ export async function loadCountersAndIndex(db: Db, totals: readonly Contribution
   let indexed = 0;
   // Index progress shows once the counter tables are in (the write phase comes first).
   const indexProgress = () => {
-    if (countersLeft === 0) progress({ phase: 'index', done: indexed, total: totalIndexes });
+    if (countersLeft === 0) progress({ phase: 'index', done: indexed, total: totalIndexes, gauge: 'steps' });
   };
   const index = (statements: readonly string[]): Task => async () => {
     await execAll(db.kysely, statements);

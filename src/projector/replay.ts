@@ -27,6 +27,12 @@ export interface ReplayProgress {
   total: number;
   /** 'wait': what holds the locks, e.g. "geo_stats, held by pid 4321 (…)". */
   waitingFor?: string;
+  /**
+   * What `done` tells of the time left. Unset: it grows steadily (positions, groups, rows), so a
+   * rate and an ETA hold. 'steps': statements of very unequal lengths counted as they end (a
+   * count, no rate). 'none': `done` moves only when the phase's long statements end.
+   */
+  gauge?: 'steps' | 'none';
 }
 
 export interface ReplayOptions {
@@ -170,6 +176,8 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
   if (options.mode === 'verify') return { ...report, differences: await compareWithLive(db, tables) };
   const caughtUp = await catchUp(db, projections, head, options, progress);
   await stopPoint(options.signal);
+  // Shown while the swap waits for the live tables' locks (a 'wait' phase after each try that times out).
+  progress({ phase: 'swap', done: 0, total: 1, gauge: 'steps' });
   const position = await swapWhenFree(db, projections, caughtUp, {
     lockTimeoutMs: options.swapLockTimeoutMs ?? SWAP_LOCK_TIMEOUT_MS,
     waitMs: options.swapWaitMs ?? SWAP_WAIT_MS,
@@ -177,7 +185,7 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
     catchUp: (from) => catchUp(db, projections, from, options, progress),
     progress,
   });
-  progress({ phase: 'swap', done: 1, total: 1 });
+  progress({ phase: 'swap', done: 1, total: 1, gauge: 'steps' });
   return { ...report, position };
 }
 
@@ -211,19 +219,25 @@ async function foldShadows(
 }
 
 
-/** Applies what was appended since `from` to the shadow tables, until close to the head. */
+/**
+ * Applies what was appended since `from` to the shadow tables, until close to the head. Its
+ * progress counts positions from `from`: the total is what was appended since, and grows with
+ * the head.
+ */
 async function catchUp(db: Db, projections: readonly Projection[], from: bigint, options: ReplayOptions, progress: (p: ReplayProgress) => void): Promise<bigint> {
   let position = from;
   for (;;) {
     await stopPoint(options.signal);
     const head = await logHead(db.kysely);
     if (head - position <= options.catchUpBatch) return position;
+    if (position === from) progress({ phase: 'catch-up', done: 0, total: Number(head - from) });
     const cursors: Cursor[] = projections.map((projection) => ({ projection, position }));
     const batch = await computeBatch(db, cursors, options.catchUpBatch);
     if (batch === null) return position;
     await writeDeltas(db, [...batch.deltas.values()], SHADOW);
     position = batch.to;
-    progress({ phase: 'catch-up', done: Number(position), total: Number(head) });
+    // The batch may reach past `head` (appended since it was read).
+    progress({ phase: 'catch-up', done: Number(position - from), total: Number((position > head ? position : head) - from) });
   }
 }
 

@@ -4,7 +4,7 @@ import type { Projection } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
 import { nextTurn } from '../db/next-turn.js';
 import { describeError, isTransientDbError } from '../db/errors.js';
-import { ensureProjectionCheckpoints, readCheckpoints, readCheckpointVersions } from '../log/checkpoints.js';
+import { ensureProjectionCheckpoints, readCheckpointsAndBuilds, readCheckpointVersions } from '../log/checkpoints.js';
 import { releaseLease, tryAcquireLease } from '../log/leases.js';
 import type { Logger } from '../logger.js';
 import { type Batch, computeBatch, type Cursor } from './batch.js';
@@ -67,6 +67,8 @@ export class Projector {
   #renewing: Promise<void> = Promise.resolve();
   /** Checkpoints as this runner last read or moved them (the write's compare-and-set catches anyone else moving one). */
   readonly #positions = new Map<string, bigint>();
+  /** When each projection's read models were built (`projections.built_at`), as read with its checkpoint: a replay's swap changes it. */
+  readonly #builtAt = new Map<string, string | null>();
   readonly #cache: GroupCache;
   readonly #pace: BatchPace;
 
@@ -213,13 +215,23 @@ export class Projector {
    * (write-delta.ts), so a database crash can take back the last batches; with new events the
    * next write finds out (its checkpoints are not where it expects), but a quiet log brings no
    * write, so a wake-up by the poll's timeout with nothing to do checks: one small query per
-   * `pollMs` while the log is quiet, none while appends keep coming.
+   * `pollMs` while the log is quiet, none while appends keep coming. A replay's swap moves a
+   * checkpoint too (back, when this runner had applied events its catch-up left), and records
+   * a new build time with it: that is no crash.
    */
   async #checkpointsWentBack(held: readonly Projection[]): Promise<boolean> {
-    const stored = await readCheckpoints(this.db.kysely, held.filter((p) => this.#positions.has(p.name)).map((p) => p.name));
-    const moved = [...stored].filter(([name, position]) => position !== this.#positions.get(name));
+    const stored = await readCheckpointsAndBuilds(this.db.kysely, held.filter((p) => this.#positions.has(p.name)).map((p) => p.name));
+    const moved = [...stored].filter(([name, s]) => s.position !== this.#positions.get(name));
+    const rebuilt = moved.filter(([name, s]) => this.#builtAt.has(name) && s.builtAt !== this.#builtAt.get(name));
+    const lost = moved.filter((m) => !rebuilt.includes(m));
+    for (const [name, s] of stored) this.#builtAt.set(name, s.builtAt);
     if (moved.length === 0) return false;
-    this.log.warn({ projections: moved.map(([name]) => name), at: moved.map(([, position]) => String(position)) }, 'read model checkpoints are not where this runner left them (a database crash took back its last batches?); folding again from them');
+    for (const [name, { position }] of rebuilt) {
+      this.log.info({ projection: name, position: String(position) }, `read model ${name} was rebuilt by a replay; continuing from position ${position}`);
+    }
+    if (lost.length > 0) {
+      this.log.warn({ projections: lost.map(([name]) => name), at: lost.map(([, s]) => String(s.position)) }, 'read model checkpoints are not where this runner left them (a database crash took back its last batches?); folding again from them');
+    }
     this.#forget();
     return true;
   }
@@ -257,7 +269,10 @@ export class Projector {
   /** Each held projection and its checkpoint: from the database when one is not known here yet. */
   async #cursors(held: readonly Projection[]): Promise<Cursor[]> {
     if (held.some((p) => !this.#positions.has(p.name))) {
-      for (const [name, position] of await readCheckpoints(this.db.kysely, held.map((p) => p.name))) this.#positions.set(name, position);
+      for (const [name, { position, builtAt }] of await readCheckpointsAndBuilds(this.db.kysely, held.map((p) => p.name))) {
+        this.#positions.set(name, position);
+        this.#builtAt.set(name, builtAt);
+      }
     }
     return held.map((projection) => ({ projection, position: this.#positions.get(projection.name) ?? 0n }));
   }

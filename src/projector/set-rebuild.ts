@@ -86,21 +86,25 @@ export async function buildShadowsBySql(
     const tables: Table[] = projections.flatMap((p) => p.tables.map((spec) => ({ spec, select: p.sql?.[spec.name] as string })));
     for (const { spec } of tables) await execAll(db.kysely, [`DROP TABLE IF EXISTS ${spec.name}${SHADOW}`, ...createTableStatements(spec, SHADOW, false, false)]);
 
-    progress({ phase: 'read', done: 0, total: Number(head) });
-    const messages = await buildFacts(db, exec, head, relations, concurrency, progress);
+    // The facts are two long statements (one on PGlite): nothing to count until they end.
+    progress({ phase: 'read', done: 0, total: Number(head), gauge: 'none' });
+    const messages = await buildFacts(db, exec, head, relations, concurrency);
     const { rows: campaigns } = await sql<{ n: number }>`
       SELECT count(DISTINCT (api_key_id, campaign_id))::int AS n FROM events WHERE type = 'campaign' AND position <= ${head}`.execute(db.kysely);
+    progress({ phase: 'read', done: Number(head), total: Number(head), gauge: 'none' });
 
-    let built = 0;
-    let indexed = 0;
+    // One phase for `engagement`, the loads, keys and indexes: they run interleaved, two
+    // statements at a time, each counted as it ends.
+    const readsEngagement = tables.filter((t) => /\bengagement\b/.test(t.select));
+    const steps = (readsEngagement.length > 0 ? 1 : 0) + tables.reduce((n, { spec }) => n + 2 + (spec.indexes ?? []).length, 0);
+    let done = 0;
+    const ended = () => progress({ phase: 'build', done: ++done, total: steps, gauge: 'steps' });
     let rows = 0;
-    const totalIndexes = tables.reduce((n, { spec }) => n + 1 + (spec.indexes ?? []).length, 0);
     const index =
       (statements: readonly string[]): Task =>
       async () => {
         await exec(...statements);
-        indexed += 1;
-        if (built === tables.length) progress({ phase: 'index', done: indexed, total: totalIndexes });
+        ended();
         return [];
       };
     const build =
@@ -109,17 +113,16 @@ export async function buildShadowsBySql(
         // Two builds run at once: add the count once it is in (`rows += await …` would lose one).
         const n = await exec(insertStatement(spec, select, head, relations));
         rows += n;
-        built += 1;
-        progress(built < tables.length ? { phase: 'build', done: built, total: tables.length } : { phase: 'index', done: indexed, total: totalIndexes });
+        ended();
         return [keyStatements(spec), ...createIndexStatements(spec, SHADOW).map((s) => [s])].map(index);
       };
-    progress({ phase: 'build', done: 0, total: tables.length });
+    progress({ phase: 'build', done: 0, total: steps, gauge: 'steps' });
     // `engagement` first, and the tables that read it once it is in; meanwhile, and after, the
     // others. Largest first: the long ones start while the rest fill in.
     const bySize = (list: Table[]) => [...list].sort((a, b) => weight(b.spec) - weight(a.spec)).map(build);
-    const readsEngagement = tables.filter((t) => /\bengagement\b/.test(t.select));
     const engagement: Task = async () => {
       await buildEngagement(db, exec, head, relations);
+      ended();
       return bySize(readsEngagement);
     };
     const others = bySize(tables.filter((t) => !readsEngagement.includes(t)));
@@ -141,20 +144,18 @@ function logUpTo(head: bigint, share?: { index: number; of: number }): string {
  * `facts` filled; returns the number of messages. With `concurrency` 2 the messages are split in
  * two by a hash of their id, each half aggregated by a statement of its own while the other runs.
  */
-async function buildFacts(db: Db, exec: Exec, head: bigint, relations: Relations, concurrency: number, progress: (p: ReplayProgress) => void): Promise<number> {
+async function buildFacts(db: Db, exec: Exec, head: bigint, relations: Relations, concurrency: number): Promise<number> {
   const { facts, engagement } = relations;
   await execAll(db.kysely, [
     `CREATE UNLOGGED TABLE ${facts} AS WITH log AS NOT MATERIALIZED (${logUpTo(head)}) ${FACTS_SELECT} WITH NO DATA`,
     `CREATE UNLOGGED TABLE ${engagement} AS WITH log AS NOT MATERIALIZED (${logUpTo(head)}), facts AS (SELECT * FROM ${facts}) ${ENGAGEMENT_SELECT} WITH NO DATA`,
   ]);
   let messages = 0;
-  let done = 0;
   const shares = Array.from({ length: concurrency }, (_, index): Task => async () => {
     // A hash table of the messages, not a sort of the log (twice as fast here; the planner
     // picks the sort whenever it fears the hash table outgrows `work_mem`, which it then spills).
     const n = await exec('SET LOCAL enable_sort = off', `INSERT INTO ${facts} WITH log AS NOT MATERIALIZED (${logUpTo(head, { index, of: concurrency })}) ${FACTS_SELECT}`);
     messages += n;
-    progress({ phase: 'read', done: Math.round((Number(head) * ++done) / concurrency), total: Number(head) });
     return [];
   });
   await runTasks(concurrency, shares);

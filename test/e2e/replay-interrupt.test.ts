@@ -1,10 +1,12 @@
 import { sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../src/db/connect.js';
 import { PROJECTIONS } from '../../projections/index.js';
 import { ensureProjectionTables } from '../../src/projector/tables.js';
 import { openMigratedDb } from '../support/databases.js';
 import { sampleEvents } from '../support/events.js';
+import { waitFor } from '../support/harness.js';
 import { runCli, spawnCli, stopAll } from '../support/processes.js';
 import { append, NO_DIFFERENCES, verifyAgainstReplay } from '../support/projections.js';
 
@@ -15,13 +17,15 @@ import { append, NO_DIFFERENCES, verifyAgainstReplay } from '../support/projecti
  */
 
 let db: Db;
+let url: string;
 let env: Record<string, string>;
 let cleanup: () => Promise<void>;
 
 beforeAll(async () => {
-  let url: string | null;
-  ({ db, url, cleanup } = await openMigratedDb('postgres'));
-  env = { DATABASE_URL: url as string, LOG_LEVEL: 'warn' };
+  let opened: string | null;
+  ({ db, url: opened, cleanup } = await openMigratedDb('postgres'));
+  url = opened as string;
+  env = { DATABASE_URL: url, LOG_LEVEL: 'warn' };
   await ensureProjectionTables(db.kysely, PROJECTIONS);
   // 3,000 messages of ten events: a rebuild long enough to be interrupted in the middle.
   for (let m = 0; m < 3000; m += 100) {
@@ -57,4 +61,33 @@ describe('mailtally replay, interrupted', () => {
     expect(JSON.parse(again.stdout.trim().split('\n').at(-1) ?? 'null')).toMatchObject({ events: 30_000 });
     expect(await verifyAgainstReplay(db)).toEqual(NO_DIFFERENCES);
   }, 240_000);
+
+  // Quit at a second Ctrl-C, the run ends its connections on the server first: Postgres would
+  // otherwise run their statements on (here a DROP waits for a lock for as long as it is held).
+  it('ends the statements it has running in the database when quit at a second Ctrl-C', async () => {
+    const locked = 'statcounters__shadow';
+    const running = async () =>
+      (await sql<{ query: string }>`SELECT query FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'mailtally:replay' AND state = 'active'`.execute(db.kysely)).rows;
+    await sql.raw(`CREATE TABLE ${locked} (n int)`).execute(db.kysely);
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(`LOCK TABLE ${locked} IN ACCESS EXCLUSIVE MODE`);
+      const run = spawnCli(['replay'], { env });
+      await waitFor('the replay to wait for the lock', async () => (await running()).some((r) => r.query.startsWith(`DROP TABLE IF EXISTS ${locked}`)), 60_000);
+      run.signal('SIGINT');
+      await run.waitFor('the first Ctrl-C to be heard', () => (run.stderr.includes('Stopping after the current step') ? true : undefined), 10_000);
+      run.signal('SIGINT');
+      const exit = await run.waitForExit(10_000);
+      expect(exit.code, run.describe()).toBe(130);
+      // The server notices an ended connection at once; give it a moment, not the lock's release.
+      await waitFor('the run’s statements to end', async () => (await running()).length === 0, 5_000).catch(() => {});
+      expect(await running()).toEqual([]);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => {});
+      await holder.end();
+      await sql.raw(`DROP TABLE IF EXISTS ${locked}`).execute(db.kysely);
+    }
+  }, 120_000);
 });

@@ -5,6 +5,7 @@ import type { Db } from '../../src/db/connect.js';
 import { readCheckpoint } from '../../src/log/checkpoints.js';
 import type { Projector } from '../../src/projector/runner.js';
 import { DIALECTS, openMigratedDb } from '../support/databases.js';
+import { capturingLogger } from '../support/harness.js';
 import { sampleEvents } from '../support/events.js';
 import { append, caughtUp, NO_DIFFERENCES, startProjector, verifyAgainstReplay } from '../support/projections.js';
 
@@ -26,10 +27,11 @@ describe.each(DIALECTS)('projector after lost commits on %s', (dialect) => {
   let db: Db;
   let cleanup: () => Promise<void>;
   let projector: Projector;
+  const logged = capturingLogger();
 
   beforeAll(async () => {
     ({ db, cleanup } = await openMigratedDb(dialect));
-    projector = await startProjector(db, { leaseMs: 60_000, pollMs: 50, batchSize: 7 });
+    projector = await startProjector(db, { leaseMs: 60_000, pollMs: 50, batchSize: 7 }, PROJECTIONS, logged.log);
   });
   afterAll(async () => {
     await projector.stop();
@@ -61,5 +63,9 @@ describe.each(DIALECTS)('projector after lost commits on %s', (dialect) => {
 
     await caughtUp(db, PROJECTIONS, 10_000);
     expect(await verifyAgainstReplay(db)).toEqual(NO_DIFFERENCES);
+    // Said as a possible crash, not as a replay's rebuild (the build times did not change).
+    const lines = logged.lines();
+    expect(lines.filter((l) => l['level'] === 40 && String(l['msg']).includes('a database crash took back'))).not.toEqual([]);
+    expect(lines.filter((l) => String(l['msg']).includes('rebuilt by a replay'))).toEqual([]);
   });
 });

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECTIONS } from '../../projections/index.js';
 import type { Db } from '../../src/db/connect.js';
-import { replay } from '../../src/projector/replay.js';
+import { replay, type ReplayPhase, type ReplayProgress } from '../../src/projector/replay.js';
 import { copyEventsByMessage } from '../../src/projector/copy-reader.js';
 import { holdLeases } from '../../src/log/leases.js';
 import { logHead } from '../../src/log/read.js';
@@ -15,7 +15,8 @@ import { append, caughtUp, NO_DIFFERENCES, startProjector, verifyAgainstReplay }
 
 const PgClient = pg.Client;
 
-const TABLES = PROJECTIONS.flatMap((p) => p.tables.map((t) => t.name));
+const TABLE_SPECS = PROJECTIONS.flatMap((p) => p.tables);
+const TABLES = TABLE_SPECS.map((t) => t.name);
 
 /** Every index of the read-model tables (the primary keys' included), as Postgres defines it. */
 async function indexDefinitions(db: Db): Promise<string[]> {
@@ -221,6 +222,57 @@ describe.each(DIALECTS)('replay on %s', (dialect) => {
     await caughtUp(db);
     expect(await rowCount(db)).toBeGreaterThan(before);
     expect(await verifyAgainstReplay(db)).toEqual(NO_DIFFERENCES);
+  });
+
+  // What the progress bar is given. The facts are statements that count nothing until they end;
+  // the SQL's loads, keys and indexes are one phase, each counted as it ends; the catch-up counts
+  // from where the rebuild ended, so its total is what was appended during the rebuild.
+  it.each(['sql', 'fold'] as const)('reports each phase’s progress as it goes, the catch-up’s from where the rebuild ended (%s)', async (engine) => {
+    const from = await logHead(db.kysely);
+    const seen: ReplayProgress[] = [];
+    let appending: Promise<void> | null = null;
+    let landed = false;
+    let landedFirst: boolean | null = null;
+    const report = await replay(db, PROJECTIONS, {
+      readBatch: 50,
+      catchUpBatch: 10,
+      engine,
+      onProgress: (p) => {
+        seen.push({ ...p });
+        // Appended once the rebuild has read the head: what its catch-up applies.
+        appending ??= (async () => {
+          for (let m = 0; m < 20; m++) await append(db, '3', sampleEvents(String((engine === 'sql' ? 7000 : 7100) + m), 1_433_400_000 + m * 977));
+          landed = true;
+        })();
+        if (p.phase === 'catch-up') landedFirst ??= landed;
+      },
+    });
+    await appending;
+    const appended = Number((await logHead(db.kysely)) - from);
+    expect(landedFirst, 'the appends landed before the catch-up began').toBe(true);
+    const phases = seen.map((p) => p.phase).filter((p, i, all) => p !== all[i - 1]);
+    const of = (phase: ReplayPhase) => seen.filter((p) => p.phase === phase);
+
+    const catchUp = of('catch-up');
+    expect(catchUp[0]).toEqual({ phase: 'catch-up', done: 0, total: appended });
+    expect(catchUp.every((p) => p.total === appended && p.done <= p.total)).toBe(true);
+    expect(catchUp.map((p) => p.done)).toEqual([...catchUp.map((p) => p.done)].sort((a, b) => a - b));
+    expect(report.position).toBe(from + BigInt(catchUp.at(-1)?.done ?? -1));
+    expect(of('swap')).toEqual([{ phase: 'swap', done: 0, total: 1, gauge: 'steps' }, { phase: 'swap', done: 1, total: 1, gauge: 'steps' }]);
+
+    if (engine === 'sql') {
+      expect(phases).toEqual(['read', 'build', 'catch-up', 'swap']);
+      expect(of('read')).toEqual([{ phase: 'read', done: 0, total: Number(from), gauge: 'none' }, { phase: 'read', done: Number(from), total: Number(from), gauge: 'none' }]);
+      // `engagement`, then each table's load, key and indexes.
+      const steps = 1 + TABLE_SPECS.reduce((n, t) => n + 2 + (t.indexes ?? []).length, 0);
+      expect(of('build')).toEqual(Array.from({ length: steps + 1 }, (_, done) => ({ phase: 'build', done, total: steps, gauge: 'steps' })));
+    } else {
+      expect(phases.slice(0, 1)).toEqual(['read']);
+      expect(of('read').every((p) => p.gauge === undefined)).toBe(true);
+      expect(of('index').length).toBeGreaterThan(0);
+      expect(of('index').every((p) => p.gauge === 'steps')).toBe(true);
+    }
+    await caughtUp(db);
   });
 });
 

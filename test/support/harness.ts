@@ -1,8 +1,9 @@
+import { Writable } from 'node:stream';
 import { type Config, loadConfig } from '../../src/config.js';
 import { type Db, connectDb } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { createApiKey, type CreatedApiKey } from '../../src/keys/key-store.js';
-import { createLogger } from '../../src/logger.js';
+import { createLogger, type Logger } from '../../src/logger.js';
 import { type Role, type Service, startService } from '../../src/main.js';
 import { jetstreamManager } from '@nats-io/jetstream';
 import type { FastifyInstance } from 'fastify';
@@ -53,6 +54,18 @@ export async function createTestEnv(overrides: Record<string, string> = {}): Pro
 }
 
 export const quietLogger = () => createLogger('silent');
+
+/** A logger whose lines the test reads back, parsed (`msg`, `level` 30 info, 40 warn…). */
+export function capturingLogger(level = 'info'): { log: Logger; lines: () => Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString('utf8').split('\n')) if (line !== '') lines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { log: createLogger(level, 'mailtally', sink), lines: () => [...lines] };
+}
 
 /** Polls `check` until it returns true, or fails after `timeoutMs` with `what` in the message. */
 export async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 20_000, everyMs = 50): Promise<void> {

@@ -9,6 +9,7 @@ import { Contribution } from '../../src/projector/contribution.js';
 import { replay } from '../../src/projector/replay.js';
 import { Projector, type ProjectorOptions } from '../../src/projector/runner.js';
 import { allColumns, ensureProjectionTables } from '../../src/projector/tables.js';
+import type { Logger } from '../../src/logger.js';
 import { quietLogger, waitFor } from './harness.js';
 
 /** Raw events (Mailjet shapes) → decoded, enriched log rows for tenant `apiKeyId`; throws on a bad one. */
@@ -26,9 +27,9 @@ export async function append(db: Db, apiKeyId: string, events: readonly Record<s
 
 export const FAST_PROJECTOR: ProjectorOptions = { batchSize: 500, pollMs: 50, leaseMs: 2000, cacheGroups: 50_000 };
 
-export async function startProjector(db: Db, options: Partial<ProjectorOptions> = {}, projections: readonly Projection[] = PROJECTIONS): Promise<Projector> {
+export async function startProjector(db: Db, options: Partial<ProjectorOptions> = {}, projections: readonly Projection[] = PROJECTIONS, log: Logger = quietLogger()): Promise<Projector> {
   await ensureProjectionTables(db.kysely, PROJECTIONS);
-  const p = new Projector(db, projections, { ...FAST_PROJECTOR, ...options }, quietLogger());
+  const p = new Projector(db, projections, { ...FAST_PROJECTOR, ...options }, log);
   await p.start();
   return p;
 }

@@ -25,21 +25,23 @@ describe('progress output', () => {
       return true;
     });
     const bars = phaseBars(false);
-    bars.update({ phase: 'read', done: 0, total: 204_012 });
-    bars.update({ phase: 'read', done: 100_000, total: 204_012 });
-    bars.update({ phase: 'build', done: 12, total: 13 });
-    bars.update({ phase: 'index', done: 1, total: 4 });
-    bars.update({ phase: 'swap', done: 1, total: 1 });
+    bars.update({ phase: 'read', done: 0, total: 204_012, gauge: 'none' });
+    bars.update({ phase: 'read', done: 204_012, total: 204_012, gauge: 'none' });
+    bars.update({ phase: 'build', done: 61, total: 63, gauge: 'steps' });
+    bars.update({ phase: 'catch-up', done: 0, total: 16_000 });
+    bars.update({ phase: 'catch-up', done: 10_000, total: 16_000 });
+    bars.update({ phase: 'swap', done: 0, total: 1, gauge: 'steps' });
+    bars.update({ phase: 'swap', done: 1, total: 1, gauge: 'steps' });
     bars.stop();
-    const lines = written.join('').split('\n').map((l) => l.replace(/ \(\d+\/s\)$/, ''));
+    const lines = written.join('').split('\n');
+    // A rate where the count grows steadily; the time spent where it counts statements or nothing.
     expect(lines).toEqual([
       'replay: reading the log (204012 positions)',
-      'replay: reading the log 0/204012',
-      'replay: reading the log 204012/204012',
-      'replay: building tables (13 tables)',
-      'replay: building tables 13/13',
-      'replay: indexing (4 indexes)',
-      'replay: indexing 4/4',
+      expect.stringMatching(/^replay: reading the log 204012\/204012 \(\d+ s\)$/),
+      'replay: building tables (63 tables and indexes)',
+      expect.stringMatching(/^replay: building tables 63\/63 \(\d+ s\)$/),
+      'replay: catching up (16000 positions)',
+      expect.stringMatching(/^replay: catching up 16000\/16000 \(\d+\/s\)$/),
       'replay: swapping in (1 step)',
       '',
     ]);
@@ -68,5 +70,49 @@ describe('progress output', () => {
       'replay: swapping in (1 step)',
       '',
     ]);
+  });
+
+  it('replay without a terminal: a phase that counts nothing for a while still prints a line every few seconds', () => {
+    vi.useFakeTimers();
+    const written: string[] = [];
+    vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      written.push(String(chunk));
+      return true;
+    });
+    try {
+      const bars = phaseBars(false);
+      bars.update({ phase: 'read', done: 0, total: 204_012, gauge: 'none' });
+      vi.advanceTimersByTime(12_000);
+      bars.stop();
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(written.join('').split('\n')).toEqual(['replay: reading the log (204012 positions)', 'replay: reading the log … (6 s)', 'replay: reading the log … (12 s)', '']);
+  });
+
+  it('replay on a terminal: rate and ETA only where the count grows steadily; the time spent elsewhere', () => {
+    const written: string[] = [];
+    vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+      written.push(String(chunk));
+      return true;
+    });
+    // cli-progress draws only on a terminal (and cuts its line to the terminal's width).
+    const terminal = { isTTY: process.stderr.isTTY, columns: process.stderr.columns };
+    Object.assign(process.stderr, { isTTY: true, columns: 200 });
+    try {
+      const bars = phaseBars(true);
+      bars.update({ phase: 'read', done: 0, total: 204_012, gauge: 'none' });
+      bars.update({ phase: 'build', done: 7, total: 63, gauge: 'steps' });
+      bars.update({ phase: 'catch-up', done: 500, total: 16_000 });
+      bars.stop();
+    } finally {
+      Object.assign(process.stderr, terminal);
+    }
+    // eslint-disable-next-line no-control-regex -- the terminal's escape sequences, taken out
+    const drawn = written.join('').replace(/\x1b(\[[0-9;?]*[A-Za-z]|[78])/g, '');
+    expect(drawn).toMatch(/reading the log +\| 204012 positions \| \d+s so far/);
+    expect(drawn).toMatch(/building tables +\|[░█]+\| \d+% \| \d+\/63 tables and indexes \| \d+s so far/);
+    expect(drawn).not.toMatch(/building tables[^\n\r]*\/s/);
+    expect(drawn).toMatch(/catching up +\|[░█]+\| 3% \| 500\/16000 positions \| \d+\/s \| ETA/);
   });
 });
