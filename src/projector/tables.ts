@@ -106,14 +106,23 @@ export async function ensureProjectionTables(db: Kysely<Database>, projections: 
 /**
  * Drops the indexes of a live read-model table that its spec no longer names (an index this
  * code names `<table>__…_idx`, replaced by another in a later version): kept, each would cost
- * every write to the table and serve no query. Other indexes (an operator's own) are left.
+ * every write to the table and serve no query. Other indexes (an operator's own) are left. The
+ * drop locks the table: it waits for that at most 2 s (reads would queue behind it), else the
+ * next start tries again.
  */
 async function dropObsoleteIndexes(db: Kysely<Database>, spec: TableSpec): Promise<void> {
   const wanted = new Set((spec.indexes ?? []).map((cols) => indexName(spec.name, cols)));
   const { rows } = await sql<{ name: string }>`
     SELECT indexname AS name FROM pg_indexes
     WHERE schemaname = current_schema() AND tablename = ${spec.name} AND indexname LIKE ${`${spec.name}\\_\\_%\\_idx`}`.execute(db);
-  for (const { name } of rows) {
-    if (!wanted.has(name)) await sql.raw(`DROP INDEX IF EXISTS ${name}`).execute(db);
+  for (const { name } of rows.filter((r) => !wanted.has(r.name))) {
+    try {
+      await db.transaction().execute(async (trx) => {
+        await sql`SELECT set_config('lock_timeout', '2s', true)`.execute(trx);
+        await sql.raw(`DROP INDEX IF EXISTS ${name}`).execute(trx);
+      });
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== '55P03') throw err;
+    }
   }
 }
