@@ -7,13 +7,6 @@ export async function readCheckpoint(db: Kysely<Database>, name: string): Promis
   return row?.position ?? 0n;
 }
 
-/** The positions of the named checkpoints that exist, by name. */
-export async function readCheckpoints(db: Kysely<Database>, names: readonly string[]): Promise<Map<string, bigint>> {
-  if (names.length === 0) return new Map();
-  const rows = await db.selectFrom('checkpoints').select(['name', 'position']).where('name', 'in', names).execute();
-  return new Map(rows.map((r) => [r.name, r.position]));
-}
-
 /**
  * The named checkpoints that exist, by name: position, and when their read models were last
  * built (`projections.built_at` as text, null if not recorded), which a replay's swap sets

@@ -4,6 +4,7 @@ import { PROJECTIONS } from '../../projections/index.js';
 import type { Projection } from '../../projections/kit/types.js';
 import { DEFAULT_REPLAY_COUNTER_ROWS } from '../config.js';
 import type { Db } from '../db/connect.js';
+import { inTransactionIfLocksCome } from '../db/lock-timeout.js';
 import { logHead } from '../log/read.js';
 import { holdLeases, REPLAY_LEASE_MS } from '../log/leases.js';
 import { computeBatch, type Cursor } from './batch.js';
@@ -137,12 +138,9 @@ async function dropLeftWorkTables(db: Db, others: readonly Projection[], owner: 
     const tables = left.rows.map((r) => r.name).join(', ');
     try {
       // Not if a statement is using them still (a replay whose lease lapsed while its connections were busy).
-      await db.kysely.transaction().execute(async (trx) => {
-        await sql.raw(`LOCK TABLE ${tables} IN ACCESS EXCLUSIVE MODE NOWAIT`).execute(trx);
+      await inTransactionIfLocksCome(db.kysely, 0, async (trx) => {
         await sql.raw(`DROP TABLE ${tables}`).execute(trx);
       });
-    } catch (err) {
-      if ((err as { code?: unknown }).code !== '55P03') throw err;
     } finally {
       await lease.release();
     }

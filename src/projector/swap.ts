@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { Projection } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
+import { inTransactionIfLocksCome } from '../db/lock-timeout.js';
 import type { ReplayProgress } from './replay.js';
 import { execAll, swapStatements } from './tables.js';
 
@@ -55,34 +56,27 @@ export async function swapWhenFree(db: Db, projections: readonly Projection[], p
 
 /** One try: false if a lock was not granted within `lockTimeoutMs` (nothing changed then). */
 async function trySwap(db: Db, projections: readonly Projection[], position: bigint, lockTimeoutMs: number): Promise<boolean> {
-  try {
-    await db.kysely.transaction().execute(async (trx) => {
-      // For every lock this transaction waits for: the tables' and the checkpoint rows'.
-      await sql`SELECT set_config('lock_timeout', ${`${Math.max(1, Math.round(lockTimeoutMs))}ms`}, true)`.execute(trx);
-      // Same lock order as a live runner's batch (tables in registry order, then checkpoints),
-      // so the two wait for each other instead of deadlocking.
-      const live = projections.flatMap((p) => p.tables.map((t) => t.name));
-      await sql.raw(`LOCK TABLE ${live.join(', ')} IN ACCESS EXCLUSIVE MODE`).execute(trx);
-      for (const p of projections) {
-        // Holding the checkpoint row makes a live runner's compare-and-set wait, then fail.
-        await sql`INSERT INTO checkpoints (name, position, version) VALUES (${p.name}, 0, ${p.version}) ON CONFLICT (name) DO NOTHING`.execute(trx);
-        await sql`SELECT position FROM checkpoints WHERE name = ${p.name} FOR UPDATE`.execute(trx);
-      }
-      for (const p of projections) {
-        for (const t of p.tables) await execAll(trx, swapStatements(t));
-        // With the version of the code that built the tables: a live runner of another version
-        // can no longer write to them (its compare-and-set fails; see runner.ts).
-        await sql`UPDATE checkpoints SET position = ${position}, version = ${p.version}, updated_at = now() WHERE name = ${p.name}`.execute(trx);
-        await sql`
-          INSERT INTO projections (name, version, built_at) VALUES (${p.name}, ${p.version}, now())
-          ON CONFLICT (name) DO UPDATE SET version = excluded.version, built_at = excluded.built_at`.execute(trx);
-      }
-    });
-    return true;
-  } catch (err) {
-    if ((err as { code?: unknown }).code === '55P03') return false;
-    throw err;
-  }
+  // For every lock this transaction waits for: the tables' and the checkpoint rows'.
+  return inTransactionIfLocksCome(db.kysely, lockTimeoutMs, async (trx) => {
+    // Same lock order as a live runner's batch (tables in registry order, then checkpoints),
+    // so the two wait for each other instead of deadlocking.
+    const live = projections.flatMap((p) => p.tables.map((t) => t.name));
+    await sql.raw(`LOCK TABLE ${live.join(', ')} IN ACCESS EXCLUSIVE MODE`).execute(trx);
+    for (const p of projections) {
+      // Holding the checkpoint row makes a live runner's compare-and-set wait, then fail.
+      await sql`INSERT INTO checkpoints (name, position, version) VALUES (${p.name}, 0, ${p.version}) ON CONFLICT (name) DO NOTHING`.execute(trx);
+      await sql`SELECT position FROM checkpoints WHERE name = ${p.name} FOR UPDATE`.execute(trx);
+    }
+    for (const p of projections) {
+      for (const t of p.tables) await execAll(trx, swapStatements(t));
+      // With the version of the code that built the tables: a live runner of another version
+      // can no longer write to them (its compare-and-set fails; see runner.ts).
+      await sql`UPDATE checkpoints SET position = ${position}, version = ${p.version}, updated_at = now() WHERE name = ${p.name}`.execute(trx);
+      await sql`
+        INSERT INTO projections (name, version, built_at) VALUES (${p.name}, ${p.version}, now())
+        ON CONFLICT (name) DO UPDATE SET version = excluded.version, built_at = excluded.built_at`.execute(trx);
+    }
+  });
 }
 
 /** Who holds a lock on one of `tables` now, for the operator: table, pid, since when, doing what. */

@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { ColumnSpec, Projection, TableSpec } from '../../projections/kit/types.js';
+import { inTransactionIfLocksCome } from '../db/lock-timeout.js';
 import type { Database } from '../db/schema.js';
 import { SQL_COLUMN_TYPES } from './sql-types.js';
 
@@ -116,13 +117,8 @@ async function dropObsoleteIndexes(db: Kysely<Database>, spec: TableSpec): Promi
     SELECT indexname AS name FROM pg_indexes
     WHERE schemaname = current_schema() AND tablename = ${spec.name} AND indexname LIKE ${`${spec.name}\\_\\_%\\_idx`}`.execute(db);
   for (const { name } of rows.filter((r) => !wanted.has(r.name))) {
-    try {
-      await db.transaction().execute(async (trx) => {
-        await sql`SELECT set_config('lock_timeout', '2s', true)`.execute(trx);
-        await sql.raw(`DROP INDEX IF EXISTS ${name}`).execute(trx);
-      });
-    } catch (err) {
-      if ((err as { code?: unknown }).code !== '55P03') throw err;
-    }
+    await inTransactionIfLocksCome(db, 2000, async (trx) => {
+      await sql.raw(`DROP INDEX IF EXISTS ${name}`).execute(trx);
+    });
   }
 }

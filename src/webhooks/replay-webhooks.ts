@@ -1,8 +1,8 @@
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { INT64_MAX, WEBHOOK_EVENT_TYPES } from '../events/schema.js';
-import { type Checked, type WebhookEventType, checkEventType } from './callback-url-input.js';
 import { readCheckpoint } from '../log/checkpoints.js';
+import { type Checked, type WebhookEventType, checkEventType } from './callback-url-input.js';
 import { type GroupingLimits, LOG_SELECT, type LogEventForWebhooks, enqueueEvents } from './enqueue.js';
 import { WEBHOOKS_CHECKPOINT } from './fan-out-checkpoint.js';
 import { parseTime } from './webhook-attempts.js';

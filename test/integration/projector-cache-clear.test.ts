@@ -2,7 +2,7 @@ import type { CompiledQuery } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { PROJECTIONS } from '../../projections/index.js';
 import type { Db } from '../../src/db/connect.js';
-import { ensureProjectionCheckpoints, readCheckpoints } from '../../src/log/checkpoints.js';
+import { ensureProjectionCheckpoints, readCheckpoint } from '../../src/log/checkpoints.js';
 import type { Cursor } from '../../src/projector/batch.js';
 import { computeCachedBatch } from '../../src/projector/cached-batch.js';
 import { GroupCache } from '../../src/projector/group-cache.js';
@@ -48,8 +48,8 @@ describe.each(DIALECTS)('a group cache cleared while a batch reads the log, on %
 
 /** One cached batch of every projection from its checkpoint, written as the runner writes it; its groups then go into the cache. */
 async function foldAndWrite(db: Db, cache: GroupCache): Promise<void> {
-  const positions = await readCheckpoints(db.kysely, PROJECTIONS.map((p) => p.name));
-  const cursors: Cursor[] = PROJECTIONS.map((projection) => ({ projection, position: positions.get(projection.name) ?? 0n }));
+  const cursors: Cursor[] = [];
+  for (const projection of PROJECTIONS) cursors.push({ projection, position: await readCheckpoint(db.kysely, projection.name) });
   const generation = cache.generation;
   const batch = await computeCachedBatch(db, cursors, 1000, cache);
   if (batch === null) throw new Error('no batch');

@@ -9,6 +9,16 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
+/** What is written to stderr from now on (until the mocks are restored). */
+function capturedStderr(): string[] {
+  const written: string[] = [];
+  vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    written.push(String(chunk));
+    return true;
+  });
+  return written;
+}
+
 describe('progress output', () => {
   it("an ETA cli-progress cannot tell yet ('INF', 'NULL') shows as …, not NFs / LLs", () => {
     const options = { autopaddingChar: '0' } as cliProgress.Options;
@@ -19,11 +29,7 @@ describe('progress output', () => {
   });
 
   it('replay without a terminal: each phase ends on its full count, and every phase names its unit', () => {
-    const written: string[] = [];
-    vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      written.push(String(chunk));
-      return true;
-    });
+    const written = capturedStderr();
     const bars = phaseBars(false);
     bars.update({ phase: 'read', done: 0, total: 204_012, gauge: 'none' });
     bars.update({ phase: 'read', done: 204_012, total: 204_012, gauge: 'none' });
@@ -48,11 +54,7 @@ describe('progress output', () => {
   });
 
   it('replay without a terminal: a wait for the swap’s locks names what holds them, again when that changes, and does not end on its limit', () => {
-    const written: string[] = [];
-    vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      written.push(String(chunk));
-      return true;
-    });
+    const written = capturedStderr();
     const bars = phaseBars(false);
     bars.update({ phase: 'catch-up', done: 10, total: 10 });
     bars.update({ phase: 'wait', done: 0, total: 300, waitingFor: 'geo_stats, held by pid 42 (…)' });
@@ -74,11 +76,7 @@ describe('progress output', () => {
 
   it('replay without a terminal: a phase that counts nothing for a while still prints a line every few seconds', () => {
     vi.useFakeTimers();
-    const written: string[] = [];
-    vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      written.push(String(chunk));
-      return true;
-    });
+    const written = capturedStderr();
     try {
       const bars = phaseBars(false);
       bars.update({ phase: 'read', done: 0, total: 204_012, gauge: 'none' });
@@ -91,11 +89,7 @@ describe('progress output', () => {
   });
 
   it('replay on a terminal: rate and ETA only where the count grows steadily; the time spent elsewhere', () => {
-    const written: string[] = [];
-    vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
-      written.push(String(chunk));
-      return true;
-    });
+    const written = capturedStderr();
     // cli-progress draws only on a terminal (and cuts its line to the terminal's width).
     const terminal = { isTTY: process.stderr.isTTY, columns: process.stderr.columns };
     Object.assign(process.stderr, { isTTY: true, columns: 200 });
