@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { CallbackUrlStatus, CallbackUrlVersion } from './callback-url-input.js';
 
@@ -220,10 +220,11 @@ export interface FreshRow {
   retry: boolean;
   attempts: number;
   delay_ms: number;
+  not_before_ms: number | null;
   failed_at: string | null;
 }
 
-export function freshRow(d: ClaimedDelivery, o: { retry: boolean; attempts: number; delayMs: number; failedAt: Date | null }): FreshRow {
+export function freshRow(d: ClaimedDelivery, o: { retry: boolean; attempts: number; delayMs: number; notBeforeMs?: number | null; failedAt: Date | null }): FreshRow {
   return {
     api_key_id: String(d.apiKeyId),
     url_id: String(d.urlId),
@@ -235,8 +236,19 @@ export function freshRow(d: ClaimedDelivery, o: { retry: boolean; attempts: numb
     retry: o.retry,
     attempts: o.attempts,
     delay_ms: Math.round(o.delayMs),
+    not_before_ms: o.notBeforeMs ?? null,
     failed_at: o.failedAt?.toISOString() ?? null,
   };
+}
+
+/**
+ * A retry's due time: `delay_ms` from now, but no sooner than `not_before_ms` after the first
+ * failure (`failedAt`, an SQL expression). Both in the database's clock, the one that claims rows
+ * and kills URLs: a floor the dispatcher worked out from its own clock would come early by the
+ * time since the transaction began (GREATEST skips the NULL of a retry with no floor).
+ */
+function dueAt(failedAt: string): RawBuilder<Date> {
+  return sql<Date>`greatest(now() + make_interval(secs => x.delay_ms / 1000.0), ${sql.raw(failedAt)} + make_interval(secs => x.not_before_ms / 1000.0))`;
 }
 
 /**
@@ -249,9 +261,9 @@ export async function insertFreshRows(db: Kysely<Database>, rows: readonly Fresh
   const result = await sql<{ id: string; url_id: string; webhook_id: string }>`
     INSERT INTO webhook_deliveries (api_key_id, url_id, webhook_id, events, positions, bytes, retry, attempts, due_at, first_failed_at)
     SELECT x.api_key_id, x.url_id, x.webhook_id, ARRAY[x.body], ARRAY[x.position], x.bytes, x.retry, x.attempts,
-      now() + make_interval(secs => x.delay_ms / 1000.0), x.failed_at
+      ${dueAt('x.failed_at')}, x.failed_at
     FROM json_to_recordset(${JSON.stringify(rows)}::json) AS x(api_key_id bigint, url_id bigint, event_type text, webhook_id text, body text, position bigint, bytes integer,
-      retry boolean, attempts integer, delay_ms bigint, failed_at timestamptz)
+      retry boolean, attempts integer, delay_ms bigint, not_before_ms bigint, failed_at timestamptz)
       JOIN callback_urls AS u ON u.id = x.url_id AND u.event_type = x.event_type
     FOR KEY SHARE OF u
     RETURNING id::text AS id, url_id::text AS url_id, webhook_id`.execute(db);
@@ -271,9 +283,10 @@ export interface ReleasedRow extends HeldRow {
   failed_at: string;
 }
 
-/** A held row's next try: its attempts so far, the delay before it, when it first failed. */
+/** A held row's next try: its attempts so far, the delay before it (and the floor, RetryDecision), when it first failed. */
 export interface RetryRow extends ReleasedRow {
   delay_ms: number;
+  not_before_ms: number | null;
 }
 
 /**
@@ -290,9 +303,9 @@ export async function settleHeldRows(trx: Kysely<Database>, rows: { removed: rea
   if (retries.length > 0) {
     await sql`
       UPDATE webhook_deliveries AS w
-      SET attempts = x.attempts, retry = true, claim = NULL, claimed_until = NULL, due_at = now() + make_interval(secs => x.delay_ms / 1000.0),
+      SET attempts = x.attempts, retry = true, claim = NULL, claimed_until = NULL, due_at = ${dueAt('coalesce(w.first_failed_at, x.failed_at)')},
           first_failed_at = coalesce(w.first_failed_at, x.failed_at)
-      FROM json_to_recordset(${JSON.stringify(retries)}::json) AS x(id bigint, claim text, attempts integer, delay_ms bigint, failed_at timestamptz)
+      FROM json_to_recordset(${JSON.stringify(retries)}::json) AS x(id bigint, claim text, attempts integer, delay_ms bigint, not_before_ms bigint, failed_at timestamptz)
       WHERE w.id = x.id AND w.claim = x.claim`.execute(trx);
   }
   if (released.length > 0) {

@@ -263,14 +263,14 @@ export class OutcomeWriter {
           outcome = 'failed';
           counts.failed += 1;
           const failedAt = d.firstFailedAt ?? r.attemptedAt;
-          const decision = nextRetry(schedule, attempt, r.http.retryAfterMs, Date.now() - failedAt.getTime());
+          const decision = nextRetry(schedule, attempt, r.http.retryAfterMs);
           if (status.get(String(d.urlId)) !== 'alive') {
             // Its URL is dead (now or already): the reroute moves it to the backup or drops it.
             if (d.direct !== null) fresh.push(freshRow(d, { retry: false, attempts: attempt, delayMs: 0, failedAt }));
             else released.push({ id: String(d.id), claim: d.claim, attempts: attempt, failed_at: failedAt.toISOString() });
           } else if (decision.kind === 'retry') {
-            if (d.direct !== null) fresh.push(freshRow(d, { retry: true, attempts: attempt, delayMs: decision.delayMs, failedAt }));
-            else retries.push({ id: String(d.id), claim: d.claim, attempts: attempt, delay_ms: decision.delayMs, failed_at: failedAt.toISOString() });
+            if (d.direct !== null) fresh.push(freshRow(d, { retry: true, attempts: attempt, delayMs: decision.delayMs, notBeforeMs: decision.notBeforeMs, failedAt }));
+            else retries.push({ id: String(d.id), claim: d.claim, attempts: attempt, delay_ms: decision.delayMs, not_before_ms: decision.notBeforeMs, failed_at: failedAt.toISOString() });
           } else {
             outcome = 'expired';
             counts.expired += 1;

@@ -13,23 +13,19 @@
  * After the last scheduled retry fails the delivery is exhausted.
  */
 
-export type RetryDecision = { readonly kind: 'retry'; readonly delayMs: number } | { readonly kind: 'exhausted' };
+/**
+ * `delayMs`: from now; `notBeforeMs`: on the last scheduled retry, the whole window, which the
+ * retry waits for counted from the delivery's first failure (the outbox takes the later of the
+ * two in the database's clock, the one its claims and the dead-URL rule read); else null.
+ */
+export type RetryDecision = { readonly kind: 'retry'; readonly delayMs: number; readonly notBeforeMs: number | null } | { readonly kind: 'exhausted' };
 
 const JITTER = 0.2;
 const RETRY_AFTER_FLOOR_MS = 60_000;
 const RETRY_AFTER_MAX_EXTRA_MS = 3_600_000;
 
-/**
- * `attempts`: attempts made so far, the failed one included; `failingForMs`: how long ago the
- * delivery first failed (the start of that attempt).
- */
-export function nextRetry(
-  scheduleSeconds: readonly number[],
-  attempts: number,
-  retryAfterMs: number | null,
-  failingForMs: number,
-  random: () => number = Math.random,
-): RetryDecision {
+/** `attempts`: attempts made so far, the failed one included. */
+export function nextRetry(scheduleSeconds: readonly number[], attempts: number, retryAfterMs: number | null, random: () => number = Math.random): RetryDecision {
   const seconds = scheduleSeconds[attempts - 1];
   if (seconds === undefined) return { kind: 'exhausted' };
   const base = seconds * 1000;
@@ -38,8 +34,7 @@ export function nextRetry(
     const upper = Math.min(base + RETRY_AFTER_MAX_EXTRA_MS, Math.max(2 * base, RETRY_AFTER_FLOOR_MS));
     delayMs = Math.round(Math.min(upper, Math.max(base, retryAfterMs) * (1 + JITTER * random())));
   } else delayMs = Math.round(base * (1 - JITTER + 2 * JITTER * random()));
-  if (attempts === scheduleSeconds.length) delayMs = Math.max(delayMs, Math.ceil(retryWindowMs(scheduleSeconds) - failingForMs));
-  return { kind: 'retry', delayMs };
+  return { kind: 'retry', delayMs, notBeforeMs: attempts === scheduleSeconds.length ? retryWindowMs(scheduleSeconds) : null };
 }
 
 /** Has a delivery that made `attempts` attempts, all failed, used every scheduled retry? */

@@ -6,22 +6,22 @@ const SCHEDULE = [5, 30, 120];
 
 describe('nextRetry', () => {
   it('follows the schedule, one delay per failed attempt, with ±20 % jitter', () => {
-    expect(nextRetry(SCHEDULE, 1, null, 0, () => 0.5)).toEqual({ kind: 'retry', delayMs: 5000 });
-    expect(nextRetry(SCHEDULE, 2, null, 0, () => 0)).toEqual({ kind: 'retry', delayMs: 24_000 });
-    expect(nextRetry(SCHEDULE, 3, null, 35_000, () => 0.999_999)).toEqual({ kind: 'retry', delayMs: 144_000 });
+    expect(nextRetry(SCHEDULE, 1, null, () => 0.5)).toEqual({ kind: 'retry', delayMs: 5000, notBeforeMs: null });
+    expect(nextRetry(SCHEDULE, 2, null, () => 0)).toEqual({ kind: 'retry', delayMs: 24_000, notBeforeMs: null });
+    expect(nextRetry(SCHEDULE, 3, null, () => 0.999_999)).toEqual({ kind: 'retry', delayMs: 144_000, notBeforeMs: 155_000 });
   });
 
   it('sends the last retry no sooner than the whole window after the first failure, whatever the jitter', () => {
-    // 4 s and 24 s (jittered down) have passed: the last retry waits 127 s, not 96 s.
-    expect(nextRetry(SCHEDULE, 3, null, 28_000, () => 0)).toEqual({ kind: 'retry', delayMs: 127_000 });
-    expect(nextRetry(SCHEDULE, 2, null, 4000, () => 0)).toEqual({ kind: 'retry', delayMs: 24_000 });
+    // The last retry is held to 155 s after the first failure, however the jitter moved it.
+    expect(nextRetry(SCHEDULE, 3, null, () => 0)).toEqual({ kind: 'retry', delayMs: 96_000, notBeforeMs: 155_000 });
     const schedule = loadConfig({}).webhooks.retryScheduleSeconds;
     for (let run = 0; run < 1000; run++) {
+      // Time since the first failure, each retry due at the later of its delay and its floor (outbox.ts).
       let failingFor = 0;
       for (let attempts = 1; ; attempts++) {
-        const decision = nextRetry(schedule, attempts, null, failingFor);
+        const decision = nextRetry(schedule, attempts, null);
         if (decision.kind === 'exhausted') break;
-        failingFor += decision.delayMs;
+        failingFor = Math.max(failingFor + decision.delayMs, decision.notBeforeMs ?? 0);
       }
       expect(failingFor).toBeGreaterThanOrEqual(24 * 3600 * 1000);
       expect(failingFor).toBeLessThanOrEqual(1.2 * 24 * 3600 * 1000);
@@ -29,27 +29,27 @@ describe('nextRetry', () => {
   });
 
   it('is exhausted once every scheduled retry has failed', () => {
-    expect(nextRetry(SCHEDULE, 4, null, 0)).toEqual({ kind: 'exhausted' });
-    expect(nextRetry([0.05], 2, null, 0)).toEqual({ kind: 'exhausted' });
+    expect(nextRetry(SCHEDULE, 4, null)).toEqual({ kind: 'exhausted' });
+    expect(nextRetry([0.05], 2, null)).toEqual({ kind: 'exhausted' });
   });
 
   it('honours Retry-After within [scheduled delay, max(2 × scheduled, 60 s)], at most an hour past the schedule', () => {
     const none = () => 0;
-    expect(nextRetry(SCHEDULE, 1, 20_000, 0, none)).toEqual({ kind: 'retry', delayMs: 20_000 });
-    expect(nextRetry(SCHEDULE, 1, 1000, 0, none)).toEqual({ kind: 'retry', delayMs: 5000 });
+    expect(nextRetry(SCHEDULE, 1, 20_000, none)).toEqual({ kind: 'retry', delayMs: 20_000, notBeforeMs: null });
+    expect(nextRetry(SCHEDULE, 1, 1000, none)).toEqual({ kind: 'retry', delayMs: 5000, notBeforeMs: null });
     for (const random of [none, () => 0.999_999]) {
-      expect(nextRetry(SCHEDULE, 1, 3_600_000, 0, random)).toEqual({ kind: 'retry', delayMs: 60_000 });
-      expect(nextRetry(SCHEDULE, 3, 3_600_000, 0, random)).toEqual({ kind: 'retry', delayMs: 240_000 });
-      expect(nextRetry([7200], 1, 86_400_000, 0, random)).toEqual({ kind: 'retry', delayMs: 10_800_000 });
+      expect(nextRetry(SCHEDULE, 1, 3_600_000, random)).toEqual({ kind: 'retry', delayMs: 60_000, notBeforeMs: null });
+      expect(nextRetry(SCHEDULE, 3, 3_600_000, random)).toEqual({ kind: 'retry', delayMs: 240_000, notBeforeMs: 155_000 });
+      expect(nextRetry([7200], 1, 86_400_000, random)).toEqual({ kind: 'retry', delayMs: 10_800_000, notBeforeMs: 7_200_000 });
     }
   });
 
   it('spreads the deliveries one Retry-After turned away: up to 20 % more than asked, within the bounds', () => {
-    expect(nextRetry(SCHEDULE, 1, 20_000, 0, () => 0.5)).toEqual({ kind: 'retry', delayMs: 22_000 });
-    expect(nextRetry(SCHEDULE, 1, 1000, 0, () => 0.5)).toEqual({ kind: 'retry', delayMs: 5500 });
-    expect(nextRetry(SCHEDULE, 1, 55_000, 0, () => 0.999_999)).toEqual({ kind: 'retry', delayMs: 60_000 });
+    expect(nextRetry(SCHEDULE, 1, 20_000, () => 0.5)).toEqual({ kind: 'retry', delayMs: 22_000, notBeforeMs: null });
+    expect(nextRetry(SCHEDULE, 1, 1000, () => 0.5)).toEqual({ kind: 'retry', delayMs: 5500, notBeforeMs: null });
+    expect(nextRetry(SCHEDULE, 1, 55_000, () => 0.999_999)).toEqual({ kind: 'retry', delayMs: 60_000, notBeforeMs: null });
     const delays = new Set(Array.from({ length: 50 }, () => {
-      const d = nextRetry(SCHEDULE, 1, 1000, 0);
+      const d = nextRetry(SCHEDULE, 1, 1000);
       return d.kind === 'retry' ? d.delayMs : -1;
     }));
     expect(delays.size).toBeGreaterThan(10);
@@ -59,7 +59,7 @@ describe('nextRetry', () => {
   it('never retries sooner than the schedule, however long its delays', () => {
     for (const retryAfterMs of [0, 1000, 3_600_000, 86_400_000]) {
       for (const seconds of [7200, 14_400, 29_845]) {
-        const decision = nextRetry([seconds], 1, retryAfterMs, 0);
+        const decision = nextRetry([seconds], 1, retryAfterMs);
         expect(decision.kind === 'retry' && decision.delayMs >= seconds * 1000, `${seconds} s scheduled, Retry-After ${retryAfterMs} ms`).toBe(true);
       }
     }
@@ -70,9 +70,9 @@ describe('nextRetry', () => {
     const span = (retryAfterMs: number, random: () => number = () => 0) => {
       let total = 0;
       for (let attempts = 1; ; attempts++) {
-        const decision = nextRetry(schedule, attempts, retryAfterMs, total, random);
+        const decision = nextRetry(schedule, attempts, retryAfterMs, random);
         if (decision.kind === 'exhausted') return total;
-        total += decision.delayMs;
+        total = Math.max(total + decision.delayMs, decision.notBeforeMs ?? 0);
       }
     };
     expect(span(0)).toBe(24 * 3600 * 1000);
