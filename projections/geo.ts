@@ -1,4 +1,4 @@
-import { API_KEY, bigints, col, DIM_COLUMNS } from './kit/columns.js';
+import { API_KEY, bigints, col, DIM_COLUMNS, DIM_FILTER_INDEXES } from './kit/columns.js';
 import { campaignDims, messageFacts } from './kit/message-facts.js';
 import { dimsSql } from './kit/sql.js';
 import type { Group, Output, Projection } from './kit/types.js';
@@ -14,7 +14,7 @@ export const geo: Projection = {
       name: 'geo_stats',
       keys: [API_KEY, ...DIM_COLUMNS, col('country', 'text')],
       sums: bigints('opened_events', 'clicked_events', 'opened_messages', 'clicked_messages'),
-      indexes: [['api_key_id', 'campaign_id']],
+      indexes: [['api_key_id', 'campaign_id'], ...DIM_FILTER_INDEXES],
     },
   ],
   project(group: Group, out: Output): void {

@@ -1,4 +1,4 @@
-import { API_KEY, bigints, col, DIM_COLUMNS } from './kit/columns.js';
+import { API_KEY, bigints, col, DIM_COLUMNS, DIM_FILTER_INDEXES } from './kit/columns.js';
 import { stableId } from './kit/ids.js';
 import { campaignDims, messageFacts } from './kit/message-facts.js';
 import { dimsSql, stableIdSql, utf8 } from './kit/sql.js';
@@ -19,7 +19,7 @@ export const linkClicks: Projection = {
       keys: [API_KEY, ...DIM_COLUMNS, col('url', 'text')],
       sums: bigints('clicked_messages', 'clicked_events'),
       maxes: [col('link_id', 'bigint', true)],
-      indexes: [['api_key_id', 'campaign_id', 'url'], ['api_key_id', 'url']],
+      indexes: [['api_key_id', 'campaign_id', 'url'], ['api_key_id', 'url'], ...DIM_FILTER_INDEXES],
     },
   ],
   project(group: Group, out: Output): void {

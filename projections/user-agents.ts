@@ -1,4 +1,4 @@
-import { API_KEY, bigints, col, DIM_COLUMNS } from './kit/columns.js';
+import { API_KEY, bigints, col, DIM_COLUMNS, DIM_FILTER_INDEXES } from './kit/columns.js';
 import { campaignDims, messageFacts } from './kit/message-facts.js';
 import { dimsSql } from './kit/sql.js';
 import type { Group, Output, Projection } from './kit/types.js';
@@ -17,7 +17,7 @@ export const userAgents: Projection = {
       name: 'user_agent_stats',
       keys: [API_KEY, ...DIM_COLUMNS, col('event', 'text'), col('platform', 'text'), col('client', 'text')],
       sums: bigints('count', 'distinct_count'),
-      indexes: [['api_key_id', 'campaign_id', 'event']],
+      indexes: [['api_key_id', 'campaign_id', 'event'], ...DIM_FILTER_INDEXES],
     },
   ],
   project(group: Group, out: Output): void {

@@ -21,12 +21,17 @@ export function bigints(...names: string[]): ColumnSpec[] {
 }
 
 /**
- * Indexes for the filters of the API's campaign block on per-event / per-message tables (the
- * campaign itself is indexed with the table's time column).
+ * Indexes for the filters of the API's campaign block on every table with the message dimensions
+ * (the campaign itself is indexed with the table's time column, or leads a counter table's key):
+ * each begins with the tenant and what the filter compares (api/conventions/campaign-filters.ts).
  */
-export const DIM_INDEXES: readonly (readonly string[])[] = [
+export const DIM_FILTER_INDEXES: readonly (readonly string[])[] = [
   ['api_key_id', 'list_id'],
   ['api_key_id', 'sender_id'],
+  ['api_key_id', 'lower(sender)'],
+  ['api_key_id', 'sender_domain'],
   ['api_key_id', 'custom_campaign'],
-  ['api_key_id', 'contact_id'],
 ];
+
+/** The same, and the contact, for per-event / per-message tables. */
+export const DIM_INDEXES: readonly (readonly string[])[] = [...DIM_FILTER_INDEXES, ['api_key_id', 'contact_id']];

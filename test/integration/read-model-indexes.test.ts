@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECTIONS } from '../../projections/index.js';
+import { campaignConditions } from '../../src/api/conventions/campaign-filters.js';
 import type { Db } from '../../src/db/connect.js';
 import { ensureProjectionTables } from '../../src/projector/tables.js';
 import pg from 'pg';
@@ -51,5 +52,53 @@ describe.each(DIALECTS)('read-model indexes at start on %s', (dialect) => {
     } finally {
       await reader.end();
     }
+  });
+});
+
+/**
+ * The filters the API offers (campaign, list, sender id and address, sender domain, custom
+ * campaign, contact; the campaign-level ones become a campaign filter) are answered from an index
+ * on every read model that has their column: one whose keys begin with the tenant and the
+ * filter's column, or the expression the API compares (`lower(sender)`), as the database holds
+ * them after start. (An index with the column further along, such as a counter table's key, makes
+ * the scan read every index entry of the tenant.)
+ */
+describe.each(DIALECTS)('read-model filter indexes on %s', (dialect) => {
+  let db: Db;
+  let cleanup: () => Promise<void>;
+  beforeAll(async () => {
+    ({ db, cleanup } = await openMigratedDb(dialect));
+    await ensureProjectionTables(db.kysely, PROJECTIONS);
+  });
+  afterAll(async () => cleanup());
+
+  // The column, and what the API's condition compares (api/conventions/campaign-filters.ts).
+  const FILTERS: [string, string][] = [
+    ['campaign_id', 'campaign_id'],
+    ['list_id', 'list_id'],
+    ['sender_id', 'sender_id'],
+    ['sender', 'lower(sender)'],
+    ['sender_domain', 'sender_domain'],
+    ['custom_campaign', 'custom_campaign'],
+    ['contact_id', 'contact_id'],
+  ];
+  const cases = PROJECTIONS.flatMap((p) => p.tables).flatMap((spec) => {
+    const columns = new Set([...spec.keys, ...(spec.kind === 'counters' ? [...spec.sums, ...(spec.maxes ?? []), ...(spec.mins ?? [])] : spec.columns)].map((c) => c.name));
+    return FILTERS.filter(([column]) => columns.has(column)).map(([column, compared]) => ({ table: spec.name, column, compared }));
+  });
+
+  it('the condition the From filter builds compares lower(sender)', () => {
+    const [from] = campaignConditions('1', { From: 'News@Example.com' });
+    expect(from?.compile(db.kysely).sql).toMatch(/^lower\(t\.sender\) = /);
+  });
+
+  it.each(cases)('$table by $column', async ({ table, compared }) => {
+    const { rows } = await sql<{ index: string; first: string; second: string | null }>`
+      SELECT c.relname AS index, pg_get_indexdef(i.indexrelid, 1, true) AS first,
+        CASE WHEN i.indnkeyatts > 1 THEN pg_get_indexdef(i.indexrelid, 2, true) END AS second
+      FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+      WHERE i.indrelid = ${table}::regclass`.execute(db.kysely);
+    const leading = rows.map((r) => `${r.first}, ${r.second ?? ''}`);
+    expect(leading, `indexes of ${table}`).toContain(`api_key_id, ${compared}`);
   });
 });
