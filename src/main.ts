@@ -98,9 +98,9 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       cleanup.unshift(() => running.stop());
       if (stale.length > 0) {
         const { startStaleRebuild } = await import('./projector/rebuild-in-background.js');
-        // Stopped (aborted, and its statement in progress awaited) before the projector that
-        // would take its projections up, and so before the database closes.
-        cleanup.unshift(startStaleRebuild(db, stale, config.projector, running, plog));
+        // Stopped (aborted; a statement still running after a moment has its connection ended)
+        // before the projector that would take its projections up, and before the database closes.
+        cleanup.unshift(startStaleRebuild(db, stale, config, running, plog));
       }
       checkpoint();
     }

@@ -14,7 +14,7 @@ import { createApiKey } from '../../src/keys/key-store.js';
 import { logHead } from '../../src/log/read.js';
 import type { Logger } from '../../src/logger.js';
 import { type Role, type Service, startService } from '../../src/main.js';
-import { rebuildInBackground } from '../../src/projector/rebuild-in-background.js';
+import { REBUILD_STOP_GRACE_MS, rebuildInBackground } from '../../src/projector/rebuild-in-background.js';
 import { rebuildStale } from '../../src/projector/rebuild-stale.js';
 import { replay } from '../../src/projector/replay.js';
 import { ensureProjectionTables } from '../../src/projector/tables.js';
@@ -173,6 +173,34 @@ describe('a projector starting with a projection built by another version of its
     expect(lines().filter((l) => (l['level'] as number) >= 50)).toEqual([]);
     expect(await geoVersion()).toEqual({ built: GEO.version - 1, checkpoint: GEO.version - 1 });
     await reader.release();
+  }, 120_000);
+
+  it('stops during a long statement of the rebuild: its connection is ended after a moment, not waited for', async () => {
+    await makeGeoStale();
+    // As an interrupted run left it, held by a reader: the rebuild's first statement on it waits.
+    await sql`CREATE TABLE IF NOT EXISTS geo_stats__shadow (x int)`.execute(t.db.kysely);
+    const reader = new pg.Client({ connectionString: t.env['DATABASE_URL'] });
+    await reader.connect();
+    readers.push(reader);
+    await reader.query('BEGIN');
+    await reader.query('SELECT count(*) FROM geo_stats__shadow');
+    const { log, lines } = capturingLogger();
+    const { service } = await start(['projector'], log);
+    await waitFor('the rebuild`s statement to wait on the lock', async () => {
+      const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND application_name = 'mailtally:rebuild' AND wait_event_type = 'Lock'`.execute(t.db.kysely);
+      return rows[0]?.n === 1;
+    }, 30_000);
+    // The code before waited for the statement, here for as long as the reader holds the table.
+    const began = Date.now();
+    await within(10_000, 'the stop', service.stop());
+    expect(Date.now() - began).toBeGreaterThanOrEqual(REBUILD_STOP_GRACE_MS - 100);
+    expect(lines().filter((l) => (l['level'] as number) >= 50)).toEqual([]);
+    expect(await geoVersion()).toEqual({ built: GEO.version - 1, checkpoint: GEO.version - 1 });
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'mailtally:rebuild'`.execute(t.db.kysely);
+    expect(rows[0]?.n).toBe(0);
+    await reader.query('COMMIT');
+    await sql`DROP TABLE IF EXISTS geo_stats__shadow`.execute(t.db.kysely);
   }, 120_000);
 
   it('a failed try (its connection lost) is logged and tried again while the others are applied', async () => {
