@@ -50,12 +50,13 @@ export function parseRoles(text: string): Role[] {
 
 /**
  * Starts the roles asked for. `signal` (a SIGTERM during start) stops the start between steps,
- * and a wait for the schema lock or a read-model rebuild within theirs: what has started is
- * stopped again and the abort's reason is thrown.
+ * and a wait for the schema lock within it: what has started is stopped again and the abort's
+ * reason is thrown. A read-model rebuild does not hold the start: it runs in the background
+ * (`stop` ends it).
  */
 export async function startService(config: Config, roles: readonly Role[], log: Logger, signal?: AbortSignal): Promise<Service> {
   // The HTTP settings first (the TLS rule, the certificate read, the port free): a bad one is
-  // reported at once, not after the migrations, a read-model rebuild and the leases.
+  // reported at once, not after the migrations and the leases.
   const http = createServer(config.http, log);
   await assertCanListen(config.http);
   const db = await connectDb(config.database, { application: `mailtally:${roles.join('+')}` });
@@ -88,26 +89,19 @@ export async function startService(config: Config, roles: readonly Role[], log: 
     let projector: Projector | null = null;
     if (roles.includes('projector')) {
       const plog = log.child({ role: 'projector' });
-      if (stale.length > 0) {
-        const { rebuildStale } = await import('./projector/rebuild-stale.js');
-        plog.info({ projections: stale.map((p) => p.name) }, 'read models built by another version of their code: rebuilding');
-        await rebuildStale(db, stale, {
-          readBatch: config.projector.replayBatchSize,
-          counterEntries: config.projector.replayCounterRows,
-          engine: config.projector.replayEngine,
-          workMem: config.projector.replayWorkMem,
-          catchUpBatch: config.projector.batchSize,
-          onProgress: (p) => {
-            if (p.phase === 'wait') plog.info({ waitingFor: p.waitingFor, waitedSeconds: p.done, giveUpAfterSeconds: p.total }, 'rebuilt read models waiting for locks on the live tables to swap in');
-          },
-          ...(signal !== undefined ? { signal } : {}),
-        }, plog);
-      }
       const { Projector } = await import('./projector/runner.js');
-      const running = new Projector(db, PROJECTIONS, config.projector, plog);
+      // Read models built by another version of their code are held back while they are rebuilt
+      // in the background: the others are applied, and the API serves their old tables meanwhile.
+      const running = new Projector(db, PROJECTIONS, { ...config.projector, holdBack: stale.map((p) => p.name) }, plog);
       await running.start();
       projector = running;
       cleanup.unshift(() => running.stop());
+      if (stale.length > 0) {
+        const { startStaleRebuild } = await import('./projector/rebuild-in-background.js');
+        // Stopped (aborted; a statement still running after a moment has its connection ended)
+        // before the projector that would take its projections up, and before the database closes.
+        cleanup.unshift(startStaleRebuild(db, stale, config, running, plog));
+      }
       checkpoint();
     }
 

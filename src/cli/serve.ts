@@ -5,8 +5,8 @@ import { runsWithServiceFlags, SERVICE_NODE_FLAGS } from '../node-flags.js';
 
 /**
  * `mailtally serve`: runs until SIGTERM/SIGINT, then drains in-flight work and exits. The
- * signals are heard from the first moment: one during the start (migrations, a read-model
- * rebuild) stops what has started and exits — as PID 1 in a container, a signal nobody
+ * signals are heard from the first moment: one during the start (a wait for the schema lock, the
+ * migrations) stops what has started and exits — as PID 1 in a container, a signal nobody
  * handles is ignored, and `docker stop` would wait for its SIGKILL.
  */
 export async function runServe(config: Config, rolesFlag: string | undefined): Promise<number> {

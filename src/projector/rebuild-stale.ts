@@ -8,10 +8,10 @@ import { replay, type ReplayOptions, ReplayRunning } from './replay.js';
 export const REBUILD_RECHECK_MS = 2_000;
 
 /**
- * A projector's start: rebuilds the read models `stale` names (built by another version of their
- * code). Those another process is rebuilding already (two projectors started together) are
- * waited for instead, not a reason to exit: a process that exited would crash-loop under a
- * restart policy until that rebuild ends. Done once the tables and checkpoints of every one
+ * Rebuilds the read models `stale` names (built by another version of their code), in the
+ * background of a projector's start (rebuild-in-background.ts). Those another process is
+ * rebuilding already (two projectors started together) are waited for instead: no failure to log
+ * and retry after a pause, and taken up as soon as that process has swapped them in. Done once the tables and checkpoints of every one
  * record this code's version; one still of another version once no rebuild of it runs (the
  * other process stopped, or was of other code) is rebuilt here. `options.signal` ends the wait.
  */
@@ -32,7 +32,7 @@ export async function rebuildStale(db: Db, stale: readonly Projection[], options
       throw err;
     });
   }
-  if (waiting) log.info({ projections: stale.map((p) => p.name) }, 'read models rebuilt by another process: starting');
+  if (waiting) log.info({ projections: stale.map((p) => p.name) }, 'read models rebuilt by another process: swapped in');
 }
 
 /** Those of `projections` whose tables or checkpoint do not record this code's version (a swap records both). */

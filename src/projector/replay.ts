@@ -112,11 +112,13 @@ export async function replay(db: Db, projections: readonly Projection[], options
     return await rebuild(db, projections, options);
   } catch (err) {
     // Stopped (Ctrl-C) or failed: its shadow tables go too, while it still holds their leases.
-    // If the database is gone, the next run drops them before it builds.
-    await execAll(
-      db.kysely,
-      projections.flatMap((p) => p.tables.map((t) => `DROP TABLE IF EXISTS ${t.name}${SHADOW}`)),
-    ).catch(() => {});
+    // One whose lock does not come within 2 s (someone reads it) is left, and all of them if the
+    // database is gone: the next run drops them before it builds.
+    for (const t of projections.flatMap((p) => p.tables)) {
+      await inTransactionIfLocksCome(db.kysely, 2_000, async (trx) => {
+        await sql.raw(`DROP TABLE IF EXISTS ${t.name}${SHADOW}`).execute(trx);
+      }).catch(() => false);
+    }
     throw err;
   } finally {
     await leases.release();

@@ -25,6 +25,12 @@ export interface ProjectorOptions {
   readonly cacheGroups?: number;
   /** Least time between the starts of two live batches (see `batch-pace.ts`); 0: none. */
   readonly minIntervalMs?: number;
+  /**
+   * Projections whose read models were built by another version of their code and are being
+   * rebuilt for this one (rebuild-in-background.ts): their leases are not taken until `takeUp`
+   * names them, since folding into those tables with this code would corrupt them.
+   */
+  readonly holdBack?: readonly string[];
 }
 
 export interface ProjectorStats {
@@ -35,6 +41,13 @@ export interface ProjectorStats {
    * upgrade's new process, or a rollback's old one): this runner no longer applies them.
    */
   superseded: string[];
+  /**
+   * Projections held back while their read models are rebuilt for this code, here or by another
+   * process this one waits for (`holdBack`); the API serves their old tables meanwhile.
+   */
+  rebuilding: string[];
+  /** Why the last try of that rebuild failed (it is tried again); null once one succeeds. */
+  rebuildError: string | null;
   batches: number;
   events: number;
   errors: number;
@@ -57,9 +70,10 @@ class CheckpointMoved extends Error {
  */
 export class Projector {
   readonly owner = `projector-${randomUUID()}`;
-  readonly stats: ProjectorStats = { held: [], superseded: [], batches: 0, events: 0, errors: 0, cacheHits: 0, cacheMisses: 0 };
+  readonly stats: ProjectorStats;
   readonly #held = new Set<string>();
   readonly #superseded = new Set<string>();
+  readonly #heldBack: Set<string>;
   readonly #wakeup: Wakeup;
   #stopped = false;
   #loop: Promise<void> | null = null;
@@ -81,16 +95,38 @@ export class Projector {
     this.#wakeup = new Wakeup(db, EVENTS_CHANNEL, log);
     this.#cache = new GroupCache(options.cacheGroups ?? 0);
     this.#pace = new BatchPace(options.minIntervalMs ?? 0);
+    this.#heldBack = new Set(options.holdBack ?? []);
+    this.stats = { held: [], superseded: [], rebuilding: [...this.#heldBack], rebuildError: null, batches: 0, events: 0, errors: 0, cacheHits: 0, cacheMisses: 0 };
   }
 
   async start(): Promise<void> {
     await ensureProjectionCheckpoints(this.db.kysely, this.projections.map((p) => p.name));
     await this.#wakeup.start();
     await this.#renewLeases();
-    this.#leaseTimer = setInterval(() => {
-      this.#renewing = this.#renewing.then(() => this.#renewLeases());
-    }, Math.max(100, Math.floor(this.options.leaseMs / 3)));
+    this.#leaseTimer = setInterval(() => this.#renewSoon(), Math.max(100, Math.floor(this.options.leaseMs / 3)));
     this.#loop = this.#run();
+  }
+
+  /**
+   * The rebuild of these held-back projections has swapped in: they are applied from now on,
+   * from the checkpoints it set. Their leases are sought at once, not at the next renewal.
+   */
+  takeUp(names: readonly string[]): void {
+    for (const name of names) this.#heldBack.delete(name);
+    this.stats.rebuilding = [...this.#heldBack];
+    if (this.stats.rebuilding.length === 0) this.stats.rebuildError = null;
+    this.log.info({ projections: names }, 'rebuilt read models taken up: applying them');
+    this.#renewSoon();
+  }
+
+  /** A try of the held-back projections' rebuild failed (for /status; it is tried again). */
+  rebuildFailed(err: unknown): void {
+    this.stats.rebuildError = describeError(err);
+  }
+
+  /** Renewals run one at a time: one asked for during another follows it. */
+  #renewSoon(): void {
+    this.#renewing = this.#renewing.then(() => this.#renewLeases());
   }
 
   async stop(): Promise<void> {
@@ -280,7 +316,7 @@ export class Projector {
   async #renewLeases(): Promise<void> {
     if (this.#stopped) return;
     for (const p of this.projections) {
-      if (this.#superseded.has(p.name)) continue;
+      if (this.#superseded.has(p.name) || this.#heldBack.has(p.name)) continue;
       try {
         const ok = await tryAcquireLease(this.db.kysely, leaseName(p.name), this.owner, this.options.leaseMs);
         // Let go of while this renewal was on its way (#letGoOfSuperseded): not taken back, ever.

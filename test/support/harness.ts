@@ -98,8 +98,8 @@ async function deleteStream(name: string): Promise<void> {
  * The service in this test's process, on its database without NATS (events come over HTTP),
  * with `overrides` on the test's environment; `app` is its HTTP server, for `inject()`.
  */
-export async function startHttpService(t: TestEnv, roles: Role[], overrides: Record<string, string> = {}): Promise<{ service: Service; app: FastifyInstance }> {
+export async function startHttpService(t: TestEnv, roles: Role[], overrides: Record<string, string> = {}, log: Logger = quietLogger()): Promise<{ service: Service; app: FastifyInstance }> {
   const { NATS_URL: _nats, ...withoutNats } = t.env;
-  const service = await startService(loadConfig({ ...withoutNats, ...overrides }), roles, quietLogger());
+  const service = await startService(loadConfig({ ...withoutNats, ...overrides }), roles, log);
   return { service, app: service.http as FastifyInstance };
 }
