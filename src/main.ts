@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { type Db, connectDb, connectRequestPool } from './db/connect.js';
 import { startEmbeddedMaintenance } from './db/embedded-maintenance.js';
-import { migrateToLatest } from './db/migrate.js';
+import { logLockWait, migrateToLatest } from './db/migrate.js';
 import { withSchemaLock } from './db/schema-lock.js';
 import type { RunningIngest } from './ingest/run-nats-ingest.js';
 import { AuthFailureLimiter, RateLimiter } from './api/conventions/rate-limit.js';
@@ -66,7 +66,7 @@ export async function startService(config: Config, roles: readonly Role[], log: 
   try {
     checkpoint();
     const stale = await withSchemaLock(db, async () => {
-      await migrateToLatest(db.kysely);
+      await migrateToLatest(db.kysely, { onLockWait: logLockWait(log), ...(signal !== undefined ? { signal } : {}) });
       return ensureProjectionTables(db.kysely, PROJECTIONS);
     }, signal);
     checkpoint();

@@ -9,7 +9,11 @@ export async function runMigrate(config: Config): Promise<number> {
   const db = await connectDb(config.database, { application: 'mailtally:migrate' });
   try {
     const { results, stale } = await withSchemaLock(db, async () => {
-      const results = await migrateToLatest(db.kysely);
+      const results = await migrateToLatest(db.kysely, {
+        onLockWait: (migration, tries) => {
+          if (tries === 1) console.error(`Migration ${migration} waits for a table's lock (an open transaction reads it); stepping back so reads go on, trying again every second`);
+        },
+      });
       return { results, stale: await ensureProjectionTables(db.kysely, PROJECTIONS) };
     });
     if (results.length === 0) console.log('Schema is up to date.');

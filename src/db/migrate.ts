@@ -1,4 +1,5 @@
-import { type Kysely, type Migration, type MigrationResult, Migrator } from 'kysely';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Kysely, type Migration, type MigrationResult, Migrator, sql } from 'kysely';
 import * as eventLog from './migrations/0001-event-log.js';
 import * as projections from './migrations/0002-projections.js';
 import * as webhooks from './migrations/0003-webhooks.js';
@@ -10,6 +11,7 @@ import * as keyRevocationNotify from './migrations/0008-key-revocation-notify.js
 import * as callbackUrlNotify from './migrations/0009-callback-url-notify.js';
 import * as batchAttemptPositions from './migrations/0010-batch-attempt-positions.js';
 import * as countedMessages from './migrations/0011-counted-messages.js';
+import type { Logger } from '../logger.js';
 import type { Database } from './schema.js';
 
 /** Every migration, in order. Listed by hand: no file-system discovery at run time. */
@@ -37,18 +39,56 @@ export class MigrationError extends Error {
   }
 }
 
-/** Brings the schema up to date; safe to run from several processes at once. */
-export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationResult[]> {
-  const migrator = new Migrator({
-    db,
-    provider: { getMigrations: async () => MIGRATIONS },
-    migrationTableName: 'mailtally_migrations',
-    migrationLockTableName: 'mailtally_migrations_lock',
-  });
-  const { error, results = [] } = await migrator.migrateToLatest();
-  if (error !== undefined) {
-    const failed = results.find((r) => r.status === 'Error');
-    throw new MigrationError(failed?.migrationName ?? 'unknown', error);
+/**
+ * How long a migration waits for a table's lock before it steps back: while an ALTER waits for a
+ * long reader (an open transaction, a pg_dump), every read of that table queues behind it, the
+ * API's included. It then tries again a moment later, reads having gone on meanwhile.
+ */
+export const MIGRATION_LOCK_TIMEOUT_MS = 2_000;
+const MIGRATION_RETRY_MS = 1_000;
+
+export interface MigrateOptions {
+  /** Called each time the migrations stepped back for a lock (`tries` so far). */
+  readonly onLockWait?: (migration: string, tries: number) => void;
+  /** Ends the wait between tries (a SIGTERM during a start). */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Brings the schema up to date; safe to run from several processes at once. The pending
+ * migrations run in one transaction, on one connection whose lock waits last at most
+ * MIGRATION_LOCK_TIMEOUT_MS; one that did not get its lock is rolled back with the rest and tried
+ * again, until it gets it.
+ */
+export async function migrateToLatest(db: Kysely<Database>, options: MigrateOptions = {}): Promise<MigrationResult[]> {
+  for (let tries = 1; ; tries++) {
+    const { error, results = [] } = await db.connection().execute(async (conn) => {
+      await sql`SELECT set_config('lock_timeout', ${`${MIGRATION_LOCK_TIMEOUT_MS}ms`}, false)`.execute(conn);
+      try {
+        const migrator = new Migrator({
+          db: conn,
+          provider: { getMigrations: async () => MIGRATIONS },
+          migrationTableName: 'mailtally_migrations',
+          migrationLockTableName: 'mailtally_migrations_lock',
+        });
+        return await migrator.migrateToLatest();
+      } finally {
+        await sql`RESET lock_timeout`.execute(conn);
+      }
+    });
+    if (error === undefined) return results;
+    const failed = results.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
+    if ((error as { code?: unknown }).code !== '55P03') throw new MigrationError(failed, error);
+    options.onLockWait?.(failed, tries);
+    await sleep(MIGRATION_RETRY_MS, undefined, options.signal !== undefined ? { signal: options.signal } : {});
   }
-  return results;
+}
+
+/** A start's log of the migrations' lock waits: the first, then one every 30 tries. */
+export function logLockWait(log: Logger): (migration: string, tries: number) => void {
+  return (migration, tries) => {
+    if (tries === 1 || tries % 30 === 0) {
+      log.warn({ migration, tries }, "a migration waits for a table's lock (an open transaction reads it): stepping back so reads go on, trying again every second");
+    }
+  };
 }

@@ -1,10 +1,12 @@
 import { type Kysely, sql } from 'kysely';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECTIONS } from '../../projections/index.js';
 import type { Projection } from '../../projections/kit/types.js';
 import type { Db } from '../../src/db/connect.js';
 import { down as migrationDown, up as migrationUp } from '../../src/db/migrations/0006-checkpoint-versions.js';
 import { down as countedDown, up as countedUp } from '../../src/db/migrations/0011-counted-messages.js';
+import { MIGRATION_LOCK_TIMEOUT_MS, migrateToLatest } from '../../src/db/migrate.js';
 import { ensureProjectionCheckpoints } from '../../src/log/checkpoints.js';
 import { replay } from '../../src/projector/replay.js';
 import type { Projector } from '../../src/projector/runner.js';
@@ -151,4 +153,52 @@ describe.each(DIALECTS)('migration 0011 on %s', (dialect) => {
       { campaign_id: '9', messages: '1', named: '1' },
     ]);
   }, 120_000);
+});
+
+/**
+ * A migration altering a read-model table while a long reader holds it (an open transaction, a
+ * pg_dump): reads of the table must not queue behind the ALTER waiting for its lock. The
+ * migrations step back after MIGRATION_LOCK_TIMEOUT_MS and try again, and apply once the reader lets go.
+ */
+describe('a migration behind a long reader, on postgres', () => {
+  let db: Db;
+  let url: string | null;
+  let cleanup: () => Promise<void>;
+  beforeAll(async () => {
+    ({ db, url, cleanup } = await openMigratedDb('postgres'));
+    await ensureProjectionTables(db.kysely, PROJECTIONS);
+    // As before 0011: its columns gone, and it not yet applied.
+    await countedDown(db.kysely as unknown as Kysely<unknown>);
+    await sql`DELETE FROM mailtally_migrations WHERE name = '0011-counted-messages'`.execute(db.kysely);
+  });
+  afterAll(async () => cleanup());
+
+  it('lets reads of the table go on while it waits, and applies once the reader lets go', async () => {
+    const reader = new pg.Client({ connectionString: url as string });
+    const other = new pg.Client({ connectionString: url as string });
+    await Promise.all([reader.connect(), other.connect()]);
+    try {
+      await reader.query('BEGIN');
+      await reader.query('SELECT count(*) FROM contact_stats');
+      const waits: number[] = [];
+      const migrated = migrateToLatest(db.kysely, { onLockWait: (_m, tries) => waits.push(tries) });
+      await waitFor('the migrations to step back once', async () => waits.length > 0, 10_000);
+      // A read from a third connection answers while the reader still holds the table (the code
+      // before: it queued behind the ALTER until the reader let go).
+      const began = Date.now();
+      await other.query('SELECT count(*) FROM contact_stats');
+      expect(Date.now() - began).toBeLessThan(MIGRATION_LOCK_TIMEOUT_MS + 1000);
+      await reader.query('COMMIT');
+      const results = await migrated;
+      expect(results.map((r) => [r.migrationName, r.status])).toEqual([['0011-counted-messages', 'Success']]);
+      const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM information_schema.columns WHERE table_name = 'contact_stats' AND column_name IN ('messages', 'named')`.execute(db.kysely);
+      expect(rows[0]?.n).toBe(2);
+      // The pool's connection is back to the server's lock_timeout.
+      const { rows: timeout } = await sql<{ t: string }>`SELECT current_setting('lock_timeout') AS t`.execute(db.kysely);
+      expect(timeout[0]?.t).toBe('0');
+    } finally {
+      await reader.end();
+      await other.end();
+    }
+  }, 60_000);
 });
