@@ -81,9 +81,16 @@ export function campaignConditions(apiKeyId: string, q: CampaignFilterValues, op
   if (q.CustomCampaign !== undefined) c.push(sql`t.custom_campaign = ${q.CustomCampaign}`);
   if (q.From !== undefined) c.push(sql`lower(t.sender) = ${foldedText(q.From)}`);
   if (q.FromDomain !== undefined) c.push(sql`t.sender_domain = ${q.FromDomain.toLowerCase()}`);
+  // A set of campaigns is looked up first and matched as an array (`= ANY(ARRAY(…))`, computed
+  // once): the table's (tenant, campaign) index then finds their rows, where `IN (SELECT …)` or
+  // a correlated EXISTS read every row of the tenant.
   if (q.FromType !== undefined) {
     if (q.FromType === 3) c.push(sql`t.campaign_id = 0`);
-    else c.push(sql`t.campaign_id <> 0 AND ${q.FromType === 2 ? sql`` : sql`NOT`} EXISTS (SELECT 1 FROM campaigns m WHERE m.api_key_id = ${apiKeyId}::int8 AND m.campaign_id = t.campaign_id)`);
+    else if (q.FromType === 2) c.push(sql`t.campaign_id = ANY(ARRAY(SELECT m.campaign_id FROM campaigns m WHERE m.api_key_id = ${apiKeyId}::int8 AND m.campaign_id <> 0))`);
+    else {
+      c.push(sql`t.campaign_id = ANY(ARRAY(SELECT s.campaign_id FROM campaign_stats s WHERE s.api_key_id = ${apiKeyId}::int8 AND s.campaign_id <> 0
+        AND NOT EXISTS (SELECT 1 FROM campaigns m WHERE m.api_key_id = s.api_key_id AND m.campaign_id = s.campaign_id)))`);
+    }
   }
 
   // Campaign-level: which campaigns qualify, from the campaign-overview read model.
@@ -113,10 +120,10 @@ export function campaignConditions(apiKeyId: string, q: CampaignFilterValues, op
   if (q.IsDeleted === true || q.IsStarred === true || q.IsNewsletterTool === true) campaignless = false;
   if (campaign.length === 0) return c;
 
-  const campaigns = sql`t.campaign_id IN (
+  const campaigns = sql`t.campaign_id = ANY(ARRAY(
       SELECT s.campaign_id FROM campaign_stats s
       LEFT JOIN campaigns m ON m.api_key_id = s.api_key_id AND m.campaign_id = s.campaign_id
-      WHERE s.api_key_id = ${apiKeyId}::int8 AND s.messages > 0 AND ${sql.join(campaign, sql` AND `)})`;
+      WHERE s.api_key_id = ${apiKeyId}::int8 AND s.messages > 0 AND ${sql.join(campaign, sql` AND `)}))`;
   const window = from !== undefined || to !== undefined;
   if (!campaignless || (window && options.perMessage !== true)) c.push(campaigns);
   else if (!window) c.push(sql`(t.campaign_id = 0 OR ${campaigns})`);
