@@ -29,7 +29,7 @@ export const contactStatistics: Projection = {
       keys: [API_KEY, col('email', 'text')],
       sums: bigints(...DISTINCT_SUMS, 'messages', 'named'),
       maxes: [col('contact_id', 'bigint', true), col('last_activity_at', 'bigint', true)],
-      indexes: [['api_key_id', 'contact_id'], ['api_key_id', 'last_activity_at']],
+      indexes: [['api_key_id', 'contact_id'], ['api_key_id', 'last_activity_at'], ['api_key_id', 'lower(email)']],
     },
   ],
   project(group: Group, out: Output): void {

@@ -14,7 +14,7 @@ export const geo: Projection = {
       name: 'geo_stats',
       keys: [API_KEY, ...DIM_COLUMNS, col('country', 'text')],
       sums: bigints('opened_events', 'clicked_events', 'opened_messages', 'clicked_messages'),
-      indexes: [['api_key_id', 'campaign_id'], ...DIM_FILTER_INDEXES],
+      indexes: [['api_key_id', 'campaign_id'], ['api_key_id', 'country'], ...DIM_FILTER_INDEXES],
     },
   ],
   project(group: Group, out: Output): void {

@@ -19,7 +19,7 @@ export const linkClicks: Projection = {
       keys: [API_KEY, ...DIM_COLUMNS, col('url', 'text')],
       sums: bigints('clicked_messages', 'clicked_events'),
       maxes: [col('link_id', 'bigint', true)],
-      indexes: [['api_key_id', 'campaign_id', 'url'], ['api_key_id', 'url'], ...DIM_FILTER_INDEXES],
+      indexes: [['api_key_id', 'campaign_id', 'url'], ['api_key_id', 'url'], ['api_key_id', 'link_id'], ...DIM_FILTER_INDEXES],
     },
   ],
   project(group: Group, out: Output): void {

@@ -52,7 +52,7 @@ export const listRecipientStatistics: Projection = {
       sums: bigints(...DISTINCT_SUMS, 'messages', 'named'),
       maxes: [col('list_recipient_id', 'bigint', true), col('contact_id', 'bigint', true), col('last_activity_at', 'bigint', true)],
       mins: [col('unsubscribed_at', 'bigint', true)],
-      indexes: [['api_key_id', 'list_recipient_id'], ['api_key_id', 'contact_id'], ['api_key_id', 'last_activity_at']],
+      indexes: [['api_key_id', 'list_recipient_id'], ['api_key_id', 'contact_id'], ['api_key_id', 'last_activity_at'], ['api_key_id', 'unsubscribed_at']],
     },
   ],
   project(group: Group, out: Output): void {

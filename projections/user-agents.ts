@@ -17,7 +17,7 @@ export const userAgents: Projection = {
       name: 'user_agent_stats',
       keys: [API_KEY, ...DIM_COLUMNS, col('event', 'text'), col('platform', 'text'), col('client', 'text')],
       sums: bigints('count', 'distinct_count'),
-      indexes: [['api_key_id', 'campaign_id', 'event'], ...DIM_FILTER_INDEXES],
+      indexes: [['api_key_id', 'campaign_id', 'event'], ['api_key_id', 'lower(platform)'], ...DIM_FILTER_INDEXES],
     },
   ],
   project(group: Group, out: Output): void {

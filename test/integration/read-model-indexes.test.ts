@@ -92,6 +92,18 @@ describe.each(DIALECTS)('read-model filter indexes on %s', (dialect) => {
     expect(from?.compile(db.kysely).sql).toMatch(/^lower\(t\.sender\) = /);
   });
 
+  // The other filters and item lookups of single resources, as their routes compare them.
+  cases.push(
+    { table: 'list_recipient_stats', column: 'unsubscribed_at', compared: 'unsubscribed_at' }, // Min/MaxUnsubscribedAt
+    { table: 'list_recipient_stats', column: 'last_activity_at', compared: 'last_activity_at' }, // Min/MaxLastActivityAt
+    { table: 'contact_stats', column: 'last_activity_at', compared: 'last_activity_at' },
+    { table: 'contact_stats', column: 'email', compared: 'lower(email)' }, // /contactstatistics/{Email}, any case
+    { table: 'messages', column: 'email', compared: 'lower(email)' }, // ContactAlt
+    { table: 'geo_stats', column: 'country', compared: 'country' }, // /geostatistics/{Country}
+    { table: 'link_clicks', column: 'link_id', compared: 'link_id' }, // /toplinkclicked/{LinkId}
+    { table: 'user_agent_stats', column: 'platform', compared: 'lower(platform)' }, // Platform
+  );
+
   it.each(cases)('$table by $column', async ({ table, compared }) => {
     const { rows } = await sql<{ index: string; first: string; second: string | null }>`
       SELECT c.relname AS index, pg_get_indexdef(i.indexrelid, 1, true) AS first,
