@@ -159,7 +159,7 @@ export const messageResource = defineResource({
     const where = [
       tenant(principal.apiKeyId, sql.ref('t.api_key_id')),
       ...campaignConditions(principal.apiKeyId, { CampaignID: q.Campaign, FromID: q.SenderID, From: q.From, FromDomain: q.FromDomain, FromType: q.FromType }),
-      ...messageStatusCondition(principal.apiKeyId, q.MessageStatus),
+      ...messageStatusCondition(principal.apiKeyId, q.MessageStatus, { onMessages: true }),
       ...conditions([
         [q.Contact, () => sql`t.contact_id = ${String(q.Contact)}::int8`],
         [q.ContactAlt, () => sql`lower(t.email) = ${foldedText(q.ContactAlt?.trim() ?? '')}`],

@@ -75,10 +75,17 @@ describe('GET /v3/REST/message', () => {
     ['FromType=1', []],
     ['MessageState=14', [M4]],
     ['MessageState=13', [MBIG]],
-    ['MessageStatus=8', [M4]],
     ['MessageStatus=0', ALL],
+    ['MessageStatus=1', []],
+    ['MessageStatus=2', []],
+    ['MessageStatus=3', [MBIG]],
+    ['MessageStatus=4', []],
     ['MessageStatus=5', [M2, M5]],
+    ['MessageStatus=6', []],
     ['MessageStatus=7', [M3]],
+    ['MessageStatus=8', [M4]],
+    ['MessageStatus=9', [M5]],
+    ['MessageStatus=10', [M2]],
     ['MessageStatus=11', []],
     ['Campaign=7&MessageStatus=10', [M2]],
     ['CustomID=order-1', [MBIG]],
@@ -122,6 +129,9 @@ describe('GET /v3/REST/message', () => {
   it('lists a message whose delivery events have not arrived, with ArrivedAt ""', async () => {
     expect((await f.get('/v3/REST/message/6', f.keys.b)).body).toMatchObject({ Data: [{ ArrivedAt: '', ID: 6, Status: 'opened', AttemptCount: 0 }] });
     expect(await list('MessageStatus=0', f.keys.b)).toMatchObject({ Total: 2 });
+    expect(await list('MessageStatus=3', f.keys.b)).toMatchObject({ Total: 1, Data: [{ ID: 6 }] });
+    expect(await list('MessageStatus=4', f.keys.b)).toMatchObject({ Total: 1, Data: [{ ID: 2 }] });
+    expect(await list('MessageStatus=2', f.keys.b)).toMatchObject({ Total: 1, Data: [{ ID: BIG_N }] });
     // Its CustomID is found once a delivery event carries it.
     expect(await list('CustomID=xu-1', f.keys.b)).toEqual(envelope([]));
   });
