@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { foldedText } from '../../../src/api/conventions/folded-text.js';
-import { customIdCondition, messageIdOrder } from '../../../src/api/routes/message.js';
+import { idOrder } from '../../../src/api/conventions/sort.js';
+import { customIdCondition } from '../../../src/api/routes/message.js';
 import { type ApiFixture, openApiFixture } from '../../support/api.js';
 import { BIG, BIG_N, D10, GUID, T0, loadMessageEvents } from './message-events-data.js';
 
@@ -194,7 +195,7 @@ describe('GET /v3/REST/message filters on a tenant with many messages', () => {
 
   /** Rows the plan of a page (10, by id) read from `messages`, with `where` beside the tenant. */
   async function rowsRead(where: ReturnType<typeof sql>, filtered: boolean): Promise<number> {
-    const q = sql`SELECT t.message_id FROM messages t WHERE t.api_key_id = ${TENANT}::int8 AND ${where} ORDER BY ${messageIdOrder(filtered)} LIMIT 10`.compile(f.db.kysely);
+    const q = sql`SELECT t.message_id FROM messages t WHERE t.api_key_id = ${TENANT}::int8 AND ${where} ORDER BY ${idOrder(sql.ref('t.message_id'), filtered)} LIMIT 10`.compile(f.db.kysely);
     const explained = await sql.raw<{ 'QUERY PLAN': unknown }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${q.sql.replace(/\$1/g, TENANT)}`).execute(f.db.kysely);
     let read = 0;
     const walk = (node: Record<string, unknown>) => {
