@@ -1,4 +1,5 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import type { KyselyPlugin } from 'kysely';
 import { PROJECTIONS } from '../../projections/index.js';
 import { type RestApiDeps, registerRestApi } from '../../src/api/register.js';
 import { READ_MODELS_CHANNEL, ResponseCache } from '../../src/api/response-cache.js';
@@ -43,6 +44,8 @@ export interface ApiFixtureOptions {
   extraRoutes?: RestApiDeps['extraRoutes'];
   /** Keep answers until the read models change, as `serve` does by default. */
   cache?: boolean;
+  /** Plugins on the API's database handle only, e.g. to see the statements it sends. */
+  plugins?: readonly KyselyPlugin[];
 }
 
 export async function openApiFixture(opts: ApiFixtureOptions = {}): Promise<ApiFixture> {
@@ -55,7 +58,7 @@ export async function openApiFixture(opts: ApiFixtureOptions = {}): Promise<ApiF
   const cache = opts.cache === true ? new ResponseCache({ maxEntries: 1000, ttlMs: 60_000 }) : null;
   const unlisten = cache !== null ? await db.listen(READ_MODELS_CHANNEL, () => cache.invalidate()) : async () => {};
   registerRestApi(app, {
-    db: db.kysely,
+    db: (opts.plugins ?? []).reduce((k, plugin) => k.withPlugin(plugin), db.kysely),
     verifier: new KeyVerifier(db.kysely),
     limits,
     ...(opts.extraRoutes !== undefined ? { extraRoutes: opts.extraRoutes } : {}),

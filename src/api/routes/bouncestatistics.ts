@@ -4,7 +4,7 @@ import { CAMPAIGN_FILTER_ALIASES, CAMPAIGN_FILTERS, MESSAGE_STATUS, campaignCond
 import { wireId } from '../conventions/json.js';
 import { listSchema } from '../conventions/paging.js';
 import { timestamp } from '../conventions/params.js';
-import { orderBy } from '../conventions/sort.js';
+import { idOrder, orderBy } from '../conventions/sort.js';
 import { rfc3339 } from '../conventions/time.js';
 import { readList, tenant } from '../list-query.js';
 import { defineResource } from '../resource.js';
@@ -53,8 +53,10 @@ interface Row {
 }
 
 const COLUMNS = sql`t.message_id, t.campaign_id, t.contact_id, t.bounced_at, t.is_blocked, t.is_state_permanent, t.state_id`;
-const SORTABLE = { ID: sql.ref('t.message_id'), BouncedAt: sql.ref('t.bounced_at') };
-const TIE_BREAK = [sql`t.message_id`, sql`t.id`];
+/** The page's order by id: see `idOrder` for why it depends on the filters given. */
+const byId = (filtered: boolean) => idOrder(sql.ref('t.message_id'), filtered);
+const sortable = (filtered: boolean) => ({ ID: byId(filtered), BouncedAt: sql.ref('t.bounced_at') });
+const tieBreak = (filtered: boolean) => [byId(filtered), sql`t.id`];
 
 export const bouncestatisticsResource = defineResource({
   name: 'bouncestatistics',
@@ -63,15 +65,16 @@ export const bouncestatisticsResource = defineResource({
   record,
   aliases: CAMPAIGN_FILTER_ALIASES,
   async list({ db, principal, query: q, page }) {
-    const where = [
-      tenant(principal.apiKeyId, sql.ref('t.api_key_id')),
+    // Filters an index answers; a message's status has none (see idOrder).
+    const indexed = [
       ...campaignConditions(principal.apiKeyId, q, { perMessage: true }),
-      ...messageStatusCondition(principal.apiKeyId, q.MessageStatus),
       ...eventWindow(sql.ref('t.bounced_at'), q.EventFromTs, q.EventToTs),
     ];
+    const filtered = indexed.length > 0;
+    const where = [tenant(principal.apiKeyId, sql.ref('t.api_key_id')), ...indexed, ...messageStatusCondition(principal.apiKeyId, q.MessageStatus)];
     const { rows, total } = await readList<Row>(
       db,
-      { from: sql`bounce_stats t`, key: sql`t.api_key_id, t.id`, columns: COLUMNS, where, orderBy: orderBy('bouncestatistics', q.Sort, SORTABLE, TIE_BREAK) },
+      { from: sql`bounce_stats t`, key: sql`t.api_key_id, t.id`, columns: COLUMNS, where, orderBy: orderBy('bouncestatistics', q.Sort, sortable(filtered), tieBreak(filtered)) },
       page,
     );
     return { rows: rows.map(toWire), total };

@@ -5,7 +5,7 @@ import { CAMPAIGN_FILTER_ALIASES, CAMPAIGN_FILTERS, MESSAGE_STATUS, campaignCond
 import { wireId, wireInt } from '../conventions/json.js';
 import { listSchema } from '../conventions/paging.js';
 import { int64, timestamp } from '../conventions/params.js';
-import { orderBy } from '../conventions/sort.js';
+import { idOrder, orderBy } from '../conventions/sort.js';
 import { rfc3339 } from '../conventions/time.js';
 import { readList, tenant } from '../list-query.js';
 import { defineResource } from '../resource.js';
@@ -59,7 +59,9 @@ interface Row {
 }
 
 const COLUMNS = sql`t.id, t.message_id, t.contact_id, t.clicked_at, t.clicked_delay, t.url, t.user_agent_id`;
-const SORTABLE = { ID: sql.ref('t.id'), ClickedAt: sql.ref('t.clicked_at'), ClickedDelay: sql`COALESCE(t.clicked_delay, 0)` };
+/** The page's order by id: see `idOrder` for why it depends on the filters given. */
+const byId = (filtered: boolean) => idOrder(sql.ref('t.id'), filtered);
+const sortable = (filtered: boolean) => ({ ID: byId(filtered), ClickedAt: sql.ref('t.clicked_at'), ClickedDelay: sql`COALESCE(t.clicked_delay, 0)` });
 
 export const clickstatisticsResource = defineResource({
   name: 'clickstatistics',
@@ -68,16 +70,17 @@ export const clickstatisticsResource = defineResource({
   record,
   aliases: CAMPAIGN_FILTER_ALIASES,
   async list({ db, principal, query: q, page }) {
-    const where = [
-      tenant(principal.apiKeyId, sql.ref('t.api_key_id')),
+    // Filters an index answers; a message's status has none (see idOrder).
+    const indexed = [
       ...campaignConditions(principal.apiKeyId, q, { perMessage: true }),
-      ...messageStatusCondition(principal.apiKeyId, q.MessageStatus),
       ...(q.MessageID !== undefined ? [sql`t.message_id = ${q.MessageID.toString()}::numeric`] : []),
       ...eventWindow(sql.ref('t.clicked_at'), q.EventFromTs, q.EventToTs),
     ];
+    const filtered = indexed.length > 0;
+    const where = [tenant(principal.apiKeyId, sql.ref('t.api_key_id')), ...indexed, ...messageStatusCondition(principal.apiKeyId, q.MessageStatus)];
     const { rows, total } = await readList<Row>(
       db,
-      { from: sql`click_stats t`, key: sql`t.api_key_id, t.id`, columns: COLUMNS, where, orderBy: orderBy('clickstatistics', q.Sort, SORTABLE, [sql`t.id`]) },
+      { from: sql`click_stats t`, key: sql`t.api_key_id, t.id`, columns: COLUMNS, where, orderBy: orderBy('clickstatistics', q.Sort, sortable(filtered), [byId(filtered)]) },
       page,
     );
     return { rows: await withClickedUrls(db, rows), total };

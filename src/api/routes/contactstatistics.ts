@@ -2,7 +2,7 @@ import { type RawBuilder, sql } from 'kysely';
 import { z } from 'zod';
 import { wireId } from '../conventions/json.js';
 import { listSchema } from '../conventions/paging.js';
-import { orderBy } from '../conventions/sort.js';
+import { idOrder, orderBy } from '../conventions/sort.js';
 import { rfc3339 } from '../conventions/time.js';
 import { readList, tenant } from '../list-query.js';
 import { type RequestContext, defineResource } from '../resource.js';
@@ -44,8 +44,10 @@ interface Row {
   [column: string]: unknown;
 }
 
-const SORTABLE = { ID: sql.ref('contact_id'), LastActivityAt: sql.ref('last_activity_at'), ...COUNT_SORTABLE };
-const TIE_BREAK = [sql`contact_id`, sql`email`];
+/** The page's order by ContactID: see `idOrder` for why it depends on the filters given. */
+const byId = (filtered: boolean) => idOrder(sql.ref('contact_id'), filtered);
+const sortable = (filtered: boolean) => ({ ID: byId(filtered), LastActivityAt: sql.ref('last_activity_at'), ...COUNT_SORTABLE });
+const tieBreak = (filtered: boolean) => [byId(filtered), sql`email`];
 /** A row only named by messages counted under another address is not listed (projections/contact-statistics.ts). */
 const COUNTS_A_MESSAGE = sql`messages > 0`;
 
@@ -56,8 +58,11 @@ export const contactstatisticsResource = defineResource({
   query,
   record,
   async list({ db, principal, query: q, page }) {
-    const where = [tenant(principal.apiKeyId), COUNTS_A_MESSAGE, ...recipientConditions(q)];
-    const { rows, total } = await readList<Row>(db, { from: sql`contact_stats`, key: sql`api_key_id, email`, columns: sql`*`, where, orderBy: orderBy('contactstatistics', q.Sort, SORTABLE, TIE_BREAK) }, page);
+    const { indexed, unindexed } = recipientConditions(q);
+    const filtered = indexed.length > 0;
+    const order = orderBy('contactstatistics', q.Sort, sortable(filtered), tieBreak(filtered));
+    const where = [tenant(principal.apiKeyId), COUNTS_A_MESSAGE, ...indexed, ...unindexed];
+    const { rows, total } = await readList<Row>(db, { from: sql`contact_stats`, key: sql`api_key_id, email`, columns: sql`*`, where, orderBy: order }, page);
     return { rows: rows.map(toWire), total };
   },
   items: [

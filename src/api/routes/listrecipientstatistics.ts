@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { wireId } from '../conventions/json.js';
 import { listSchema } from '../conventions/paging.js';
 import { bool, int64, parseQuery, timestamp } from '../conventions/params.js';
-import { orderBy } from '../conventions/sort.js';
+import { idOrder, orderBy } from '../conventions/sort.js';
 import { rfc3339 } from '../conventions/time.js';
 import { conditions, readList, tenant } from '../list-query.js';
 import { defineResource } from '../resource.js';
@@ -54,8 +54,10 @@ interface Row {
   [column: string]: unknown;
 }
 
-const SORTABLE = { ID: sql.ref('list_recipient_id'), Email: sql.ref('email'), LastActivityAt: sql.ref('last_activity_at'), ...COUNT_SORTABLE };
-const TIE_BREAK = [sql`list_recipient_id`, sql`list_id`, sql`email`];
+/** The page's order by ListRecipientID: see `idOrder` for why it depends on the filters given. */
+const byId = (filtered: boolean) => idOrder(sql.ref('list_recipient_id'), filtered);
+const sortable = (filtered: boolean) => ({ ID: byId(filtered), Email: sql.ref('email'), LastActivityAt: sql.ref('last_activity_at'), ...COUNT_SORTABLE });
+const tieBreak = (filtered: boolean) => [byId(filtered), sql`list_id`, sql`email`];
 /** A row only named by messages counted under another list or address is not listed (projections/list-recipient-statistics.ts). */
 const COUNTS_A_MESSAGE = sql`messages > 0`;
 
@@ -67,23 +69,31 @@ export const listrecipientstatisticsResource = defineResource({
   aliases: { contactid: 'contact', contactslistid: 'contactslist' },
   unsupported: { TimeZone: 'undocumented; times are UTC', DateFormat: 'undocumented; times are RFC 3339' },
   async list({ db, principal, query: q, page }) {
-    const where = [
-      tenant(principal.apiKeyId),
-      COUNTS_A_MESSAGE,
-      ...recipientConditions(q),
+    const recipient = recipientConditions(q);
+    // Filters an index answers (the key's list, the contact's and the times' indexes) and those
+    // none does (the counts; IsExcludedFromCampaigns is a constant): see idOrder.
+    const indexed = [
+      ...recipient.indexed,
       ...conditions([
         [q.Contact, () => sql`contact_id = ${String(q.Contact)}::int8`],
         [q.ContactsList, () => sql`list_id = ${String(q.ContactsList)}::int8`],
-        [q.IsUnsubscribed, () => (q.IsUnsubscribed === true ? sql`unsub > 0` : sql`unsub = 0`)],
-        [q.IsActive, () => (q.IsActive === true ? sql`unsub = 0` : sql`unsub > 0`)],
-        [q.IsExcludedFromCampaigns, () => (q.IsExcludedFromCampaigns === true ? sql`FALSE` : sql`TRUE`)],
         [q.MinUnsubscribedAt, () => sql`unsubscribed_at >= ${q.MinUnsubscribedAt}::int8`],
         [q.MaxUnsubscribedAt, () => sql`unsubscribed_at < ${q.MaxUnsubscribedAt}::int8`],
       ]),
     ];
+    const unindexed = [
+      ...recipient.unindexed,
+      ...conditions([
+        [q.IsUnsubscribed, () => (q.IsUnsubscribed === true ? sql`unsub > 0` : sql`unsub = 0`)],
+        [q.IsActive, () => (q.IsActive === true ? sql`unsub = 0` : sql`unsub > 0`)],
+        [q.IsExcludedFromCampaigns, () => (q.IsExcludedFromCampaigns === true ? sql`FALSE` : sql`TRUE`)],
+      ]),
+    ];
+    const filtered = indexed.length > 0;
+    const where = [tenant(principal.apiKeyId), COUNTS_A_MESSAGE, ...indexed, ...unindexed];
     const { rows, total } = await readList<Row>(
       db,
-      { from: sql`list_recipient_stats`, key: sql`api_key_id, list_id, email`, columns: sql`*`, where, orderBy: orderBy('listrecipientstatistics', q.Sort, SORTABLE, TIE_BREAK) },
+      { from: sql`list_recipient_stats`, key: sql`api_key_id, list_id, email`, columns: sql`*`, where, orderBy: orderBy('listrecipientstatistics', q.Sort, sortable(filtered), tieBreak(filtered)) },
       page,
     );
     return { rows: rows.map((r) => toWire(r, q.ShowExtraData === true)), total };

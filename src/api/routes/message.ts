@@ -7,7 +7,7 @@ import { MESSAGE_STATUS, campaignConditions, messageStatusCondition } from '../c
 import { wireId, wireInt } from '../conventions/json.js';
 import { listSchema } from '../conventions/paging.js';
 import { bool, int, int64, parseQuery, text, timestamp } from '../conventions/params.js';
-import { orderBy } from '../conventions/sort.js';
+import { idOrder, orderBy } from '../conventions/sort.js';
 import { rfc3339 } from '../conventions/time.js';
 import { conditions, readList, tenant } from '../list-query.js';
 import { defineResource } from '../resource.js';
@@ -131,19 +131,9 @@ type Show = { [K in keyof typeof SHOW]?: boolean | undefined };
 const FROM = sql`messages t LEFT JOIN campaigns c ON c.api_key_id = t.api_key_id AND c.campaign_id = t.campaign_id`;
 const COLUMNS = sql`t.message_id, t.campaign_id, t.contact_id, t.sender_id, t.email, t.message_time, t.status, t.state_id, t.is_state_permanent, t.attempt_count, c.subject`;
 
-/**
- * Message ids in order, for `ORDER BY`: unfiltered, the primary key's order; with a filter, an
- * expression (`+ 0`), so that the planner cannot walk the primary key looking for the filter's
- * first matches. Ids grow with time and a campaign's are close together, so such a walk read
- * the tenant's messages up to the matches (a late campaign or a recent FromTS: nearly all of
- * them, 59k rows for a page of 10), where the filter's index reads only the matches, which are
- * then sorted: the cost follows the matches, not the tenant.
- */
-export function messageIdOrder(filtered: boolean): RawBuilder<unknown> {
-  return filtered ? sql`(t.message_id + 0)` : sql`t.message_id`;
-}
-
-const sortable = (filtered: boolean) => ({ ID: messageIdOrder(filtered), ArrivedAt: sql.ref('t.message_time'), AttemptCount: sql.ref('t.attempt_count') });
+/** The page's order by id: see `idOrder` for why it depends on the filters given. */
+const byMessageId = (filtered: boolean) => idOrder(sql.ref('t.message_id'), filtered);
+const sortable = (filtered: boolean) => ({ ID: byMessageId(filtered), ArrivedAt: sql.ref('t.message_time'), AttemptCount: sql.ref('t.attempt_count') });
 
 export const messageResource = defineResource({
   name: 'message',
@@ -156,21 +146,24 @@ export const messageResource = defineResource({
       if (q[name as keyof typeof UNSUPPORTED] !== undefined) throw apiErrors.badRequest(`Invalid parameter ${name}: not supported by this server (${why})`);
     }
     if (q.FromTS !== undefined && q.ToTS !== undefined && q.ToTS <= q.FromTS) throw apiErrors.badRequest('Invalid parameter ToTS: must be later than FromTS');
-    const where = [
-      tenant(principal.apiKeyId, sql.ref('t.api_key_id')),
+    // Filters an index answers; the status and the state have none (see idOrder).
+    const indexed = [
       ...campaignConditions(principal.apiKeyId, { CampaignID: q.Campaign, FromID: q.SenderID, From: q.From, FromDomain: q.FromDomain, FromType: q.FromType }),
-      ...messageStatusCondition(principal.apiKeyId, q.MessageStatus),
       ...conditions([
         [q.Contact, () => sql`t.contact_id = ${String(q.Contact)}::int8`],
         [q.ContactAlt, () => sql`lower(t.email) = ${foldedText(q.ContactAlt?.trim() ?? '')}`],
         [q.FromTS, () => sql`t.message_time >= ${q.FromTS}::int8`],
         [q.ToTS, () => sql`t.message_time < ${q.ToTS}::int8`],
-        [q.MessageState, () => sql`t.state_id = ${q.MessageState}::int`],
         [q.CustomID, () => customIdCondition(principal.apiKeyId, q.CustomID ?? '')],
       ]),
     ];
-    const filtered = where.length > 1;
-    const order = orderBy('message', q.Sort, sortable(filtered), [messageIdOrder(filtered)]);
+    const unindexed = [
+      ...messageStatusCondition(principal.apiKeyId, q.MessageStatus, { onMessages: true }),
+      ...conditions([[q.MessageState, () => sql`t.state_id = ${q.MessageState}::int`]]),
+    ];
+    const filtered = indexed.length > 0;
+    const where = [tenant(principal.apiKeyId, sql.ref('t.api_key_id')), ...indexed, ...unindexed];
+    const order = orderBy('message', q.Sort, sortable(filtered), [byMessageId(filtered)]);
     const { rows, total } = await readList<Row>(db, { from: FROM, key: sql`t.api_key_id, t.message_id`, columns: COLUMNS, where, orderBy: order }, page);
     return { rows: await withLogDetails(db, principal.apiKeyId, rows, q), total };
   },

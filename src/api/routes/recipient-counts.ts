@@ -68,16 +68,22 @@ export type RecipientFilterValues = { [K in CountFilter]?: boolean | undefined }
   MaxLastActivityAt?: number | undefined;
 };
 
-export function recipientConditions(q: RecipientFilterValues): RawBuilder<unknown>[] {
-  const c: RawBuilder<unknown>[] = [];
+/**
+ * The conditions of the filters given: `indexed`, those on the last activity, which its index
+ * answers; `unindexed`, the count flags, which no index has (the routes' id order depends on
+ * which are given: see idOrder).
+ */
+export function recipientConditions(q: RecipientFilterValues): { indexed: RawBuilder<unknown>[]; unindexed: RawBuilder<unknown>[] } {
+  const unindexed: RawBuilder<unknown>[] = [];
   for (const [param, column] of Object.entries(COUNT_FILTERS) as [CountFilter, string][]) {
     const v = q[param];
-    if (v !== undefined) c.push(v ? sql`${sql.ref(column)} > 0` : sql`${sql.ref(column)} = 0`);
+    if (v !== undefined) unindexed.push(v ? sql`${sql.ref(column)} > 0` : sql`${sql.ref(column)} = 0`);
   }
-  if (q.LastActivityAt !== undefined) c.push(sql`last_activity_at = ${q.LastActivityAt}::int8`);
-  if (q.MinLastActivityAt !== undefined) c.push(sql`last_activity_at > ${q.MinLastActivityAt}::int8`);
-  if (q.MaxLastActivityAt !== undefined) c.push(sql`last_activity_at < ${q.MaxLastActivityAt}::int8`);
-  return c;
+  const indexed: RawBuilder<unknown>[] = [];
+  if (q.LastActivityAt !== undefined) indexed.push(sql`last_activity_at = ${q.LastActivityAt}::int8`);
+  if (q.MinLastActivityAt !== undefined) indexed.push(sql`last_activity_at > ${q.MinLastActivityAt}::int8`);
+  if (q.MaxLastActivityAt !== undefined) indexed.push(sql`last_activity_at < ${q.MaxLastActivityAt}::int8`);
+  return { indexed, unindexed };
 }
 
 /** The counts as wire fields. */

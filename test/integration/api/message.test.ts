@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { foldedText } from '../../../src/api/conventions/folded-text.js';
-import { customIdCondition, messageIdOrder } from '../../../src/api/routes/message.js';
+import { idOrder } from '../../../src/api/conventions/sort.js';
+import { customIdCondition } from '../../../src/api/routes/message.js';
 import { type ApiFixture, openApiFixture } from '../../support/api.js';
 import { BIG, BIG_N, D10, GUID, T0, loadMessageEvents } from './message-events-data.js';
 
@@ -75,10 +76,17 @@ describe('GET /v3/REST/message', () => {
     ['FromType=1', []],
     ['MessageState=14', [M4]],
     ['MessageState=13', [MBIG]],
-    ['MessageStatus=8', [M4]],
     ['MessageStatus=0', ALL],
+    ['MessageStatus=1', []],
+    ['MessageStatus=2', []],
+    ['MessageStatus=3', [MBIG]],
+    ['MessageStatus=4', []],
     ['MessageStatus=5', [M2, M5]],
+    ['MessageStatus=6', []],
     ['MessageStatus=7', [M3]],
+    ['MessageStatus=8', [M4]],
+    ['MessageStatus=9', [M5]],
+    ['MessageStatus=10', [M2]],
     ['MessageStatus=11', []],
     ['Campaign=7&MessageStatus=10', [M2]],
     ['CustomID=order-1', [MBIG]],
@@ -122,6 +130,9 @@ describe('GET /v3/REST/message', () => {
   it('lists a message whose delivery events have not arrived, with ArrivedAt ""', async () => {
     expect((await f.get('/v3/REST/message/6', f.keys.b)).body).toMatchObject({ Data: [{ ArrivedAt: '', ID: 6, Status: 'opened', AttemptCount: 0 }] });
     expect(await list('MessageStatus=0', f.keys.b)).toMatchObject({ Total: 2 });
+    expect(await list('MessageStatus=3', f.keys.b)).toMatchObject({ Total: 1, Data: [{ ID: 6 }] });
+    expect(await list('MessageStatus=4', f.keys.b)).toMatchObject({ Total: 1, Data: [{ ID: 2 }] });
+    expect(await list('MessageStatus=2', f.keys.b)).toMatchObject({ Total: 1, Data: [{ ID: BIG_N }] });
     // Its CustomID is found once a delivery event carries it.
     expect(await list('CustomID=xu-1', f.keys.b)).toEqual(envelope([]));
   });
@@ -184,7 +195,7 @@ describe('GET /v3/REST/message filters on a tenant with many messages', () => {
 
   /** Rows the plan of a page (10, by id) read from `messages`, with `where` beside the tenant. */
   async function rowsRead(where: ReturnType<typeof sql>, filtered: boolean): Promise<number> {
-    const q = sql`SELECT t.message_id FROM messages t WHERE t.api_key_id = ${TENANT}::int8 AND ${where} ORDER BY ${messageIdOrder(filtered)} LIMIT 10`.compile(f.db.kysely);
+    const q = sql`SELECT t.message_id FROM messages t WHERE t.api_key_id = ${TENANT}::int8 AND ${where} ORDER BY ${idOrder(sql.ref('t.message_id'), filtered)} LIMIT 10`.compile(f.db.kysely);
     const explained = await sql.raw<{ 'QUERY PLAN': unknown }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${q.sql.replace(/\$1/g, TENANT)}`).execute(f.db.kysely);
     let read = 0;
     const walk = (node: Record<string, unknown>) => {
