@@ -5,6 +5,7 @@ import { type CampaignFilterValues, campaignConditions } from '../../../src/api/
 import type { Db } from '../../../src/db/connect.js';
 import { ensureProjectionTables } from '../../../src/projector/tables.js';
 import { openMigratedDb } from '../../support/databases.js';
+import { explainAnalyze, rowsRead } from '../../support/plan-reads.js';
 
 /**
  * The campaign-level filters (send time, status, flags, FromType) pick a set of campaigns; the
@@ -31,21 +32,9 @@ describe('campaign-level filters on a tenant with many campaigns', () => {
   afterAll(async () => cleanup());
 
   /** Rows the plan of `tenant AND filter` read from link_clicks. */
-  async function rowsRead(filter: CampaignFilterValues): Promise<number> {
+  async function linkRowsRead(filter: CampaignFilterValues): Promise<number> {
     const where: RawBuilder<unknown>[] = [sql`t.api_key_id = ${TENANT}::int8`, ...campaignConditions(TENANT, filter)];
-    const q = sql`SELECT t.url FROM link_clicks t WHERE ${sql.join(where, sql` AND `)}`.compile(db.kysely);
-    const args = q.parameters.map((p) => (Array.isArray(p) ? `ARRAY[${p.map((v) => `'${String(v)}'`).join(',')}]` : `'${String(p)}'`));
-    const text = q.sql.replace(/\$(\d+)/g, (_, n: string) => args[Number(n) - 1] as string);
-    const explained = await sql.raw<{ 'QUERY PLAN': unknown }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${text}`).execute(db.kysely);
-    let read = 0;
-    const walk = (node: Record<string, unknown>) => {
-      // Each per loop (an inner side of a nested loop runs once per outer row).
-      const perLoop = Number(node['Actual Rows']) + Number(node['Rows Removed by Filter'] ?? 0) + Number(node['Rows Removed by Index Recheck'] ?? 0);
-      if (node['Relation Name'] === 'link_clicks') read += perLoop * Number(node['Actual Loops'] ?? 1);
-      for (const child of (node['Plans'] as Record<string, unknown>[] | undefined) ?? []) walk(child);
-    };
-    walk(((explained.rows[0]?.['QUERY PLAN'] as { Plan: Record<string, unknown> }[])[0] as { Plan: Record<string, unknown> }).Plan);
-    return read;
+    return rowsRead(await explainAnalyze(db.kysely, sql`SELECT t.url FROM link_clicks t WHERE ${sql.join(where, sql` AND `)}`.compile(db.kysely)), 'link_clicks');
   }
 
   // With `t.campaign_id IN (SELECT …)` and a correlated EXISTS (the code before), the planner
@@ -59,6 +48,41 @@ describe('campaign-level filters on a tenant with many campaigns', () => {
     ['IsStarred', { IsStarred: true }, 50],
     ['CampaignStatus 2 and a window', { CampaignStatus: 2, FromTS: 1700000000 + 1990 * 60 }, 110],
   ] as [string, CampaignFilterValues, number][])('%s reads its campaigns` rows only', async (_what, filter, rows) => {
-    expect(await rowsRead(filter)).toBe(rows);
+    expect(await linkRowsRead(filter)).toBe(rows);
+  });
+});
+
+/**
+ * The same on a per-click table, where a message sent without a campaign is placed in a send-time
+ * window by its own time: tenant 8 has 2,000 campaigns of 5 clicks and 10,000 campaign-less
+ * messages of one click each, a message a minute.
+ */
+describe('a send-time window on a per-click table with campaign-less messages', () => {
+  let db: Db;
+  let cleanup: () => Promise<void>;
+  beforeAll(async () => {
+    ({ db, cleanup } = await openMigratedDb('postgres'));
+    await ensureProjectionTables(db.kysely, PROJECTIONS);
+    await sql`INSERT INTO campaign_stats (api_key_id, campaign_id, processed, delivered, opened, clicked, bounced, blocked, spam, unsub, messages, named, first_message_time)
+      SELECT 8, c, 5, 5, 0, 5, 0, 0, 0, 0, 5, 5, 1700000000 + c * 60 FROM generate_series(1, 2000) AS c`.execute(db.kysely);
+    // Messages: 5 per campaign (ids 1..10000), then 10,000 without one (ids 10001..20000).
+    await sql`INSERT INTO messages (api_key_id, message_id, contact_id, campaign_id, list_id, sender_id, sender, sender_domain, custom_campaign, email, recipient_domain, esp,
+        message_time, status, state_id, is_state_permanent, first_open_at, first_click_at, last_activity_at, attempt_count, event_count)
+      SELECT 8, i, i, CASE WHEN i <= 10000 THEN (i + 4) / 5 ELSE 0 END, 0, 0, '', '', '', 'u' || i || '@example.com', 'example.com', 'Other',
+        CASE WHEN i <= 10000 THEN 1700000000 + ((i + 4) / 5) * 60 ELSE 1700000000 + (i - 10000) * 60 END, 'clicked', NULL, false, NULL, NULL, 1700000000, 1, 2
+      FROM generate_series(1, 20000) AS i`.execute(db.kysely);
+    await sql`INSERT INTO click_stats (api_key_id, id, message_id, contact_id, campaign_id, list_id, sender_id, sender, sender_domain, custom_campaign, clicked_at, clicked_delay, url, user_agent_id, ua_platform, ua_client)
+      SELECT api_key_id, message_id, message_id, contact_id, campaign_id, 0, 0, '', '', '', message_time + 30, 30, 'https://example.com/', 0, '', '' FROM messages WHERE api_key_id = 8`.execute(db.kysely);
+    await sql`ANALYZE campaign_stats, messages, click_stats`.execute(db.kysely);
+  });
+  afterAll(async () => cleanup());
+
+  it('reads the window`s campaigns` clicks and its campaign-less messages` clicks only', async () => {
+    // Minutes 1000 to 1002: campaigns 1000-1002 (15 clicks) and campaign-less messages 11000-11002 (3).
+    const where = [sql`t.api_key_id = 8`, ...campaignConditions('8', { FromTS: 1700000000 + 1000 * 60, ToTS: 1700000000 + 1003 * 60 }, { perMessage: true })];
+    const q = sql`SELECT t.id FROM click_stats t WHERE ${sql.join(where, sql` AND `)}`.compile(db.kysely);
+    expect((await db.kysely.executeQuery(q)).rows).toHaveLength(18);
+    // The code before read the tenant's 20,000 clicks (and every campaign-less message's row).
+    expect(rowsRead(await explainAnalyze(db.kysely, q), 'click_stats')).toBe(18);
   });
 });
