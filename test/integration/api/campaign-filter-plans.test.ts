@@ -19,10 +19,7 @@ describe('campaign-level filters on a tenant with many campaigns', () => {
   let db: Db;
   let cleanup: () => Promise<void>;
   beforeAll(async () => {
-    ({ db, cleanup } = await openMigratedDb('postgres'));
-    await ensureProjectionTables(db.kysely, PROJECTIONS);
-    await sql`INSERT INTO campaign_stats (api_key_id, campaign_id, processed, delivered, opened, clicked, bounced, blocked, spam, unsub, messages, named, first_message_time)
-      SELECT ${TENANT}::int8, c, 10, 10, 0, 0, 0, 0, 0, 0, 10, 10, 1700000000 + c * 60 FROM generate_series(1, 2000) AS c`.execute(db.kysely);
+    ({ db, cleanup } = await dbWithCampaigns(TENANT, 10));
     await sql`INSERT INTO campaigns (api_key_id, campaign_id, title, subject, id_type, status, send_time_start, starred, edit_mode, edit_type, updated_at)
       SELECT ${TENANT}::int8, c, 'c' || c, 's', 'CM', 2, 1700000000 + c * 60, c % 4 = 0, 'tool', 'full', 1700000000 FROM generate_series(1, 20) AS c`.execute(db.kysely);
     await sql`INSERT INTO link_clicks (api_key_id, campaign_id, list_id, sender_id, sender, sender_domain, custom_campaign, url, clicked_messages, clicked_events, link_id)
@@ -61,10 +58,7 @@ describe('a send-time window on a per-click table with campaign-less messages', 
   let db: Db;
   let cleanup: () => Promise<void>;
   beforeAll(async () => {
-    ({ db, cleanup } = await openMigratedDb('postgres'));
-    await ensureProjectionTables(db.kysely, PROJECTIONS);
-    await sql`INSERT INTO campaign_stats (api_key_id, campaign_id, processed, delivered, opened, clicked, bounced, blocked, spam, unsub, messages, named, first_message_time)
-      SELECT 8, c, 5, 5, 0, 5, 0, 0, 0, 0, 5, 5, 1700000000 + c * 60 FROM generate_series(1, 2000) AS c`.execute(db.kysely);
+    ({ db, cleanup } = await dbWithCampaigns('8', 5));
     // Messages: 5 per campaign (ids 1..10000), then 10,000 without one (ids 10001..20000).
     await sql`INSERT INTO messages (api_key_id, message_id, contact_id, campaign_id, list_id, sender_id, sender, sender_domain, custom_campaign, email, recipient_domain, esp,
         message_time, status, state_id, is_state_permanent, first_open_at, first_click_at, last_activity_at, attempt_count, event_count)
@@ -86,3 +80,12 @@ describe('a send-time window on a per-click table with campaign-less messages', 
     expect(rowsRead(await explainAnalyze(db.kysely, q), 'click_stats')).toBe(18);
   });
 });
+
+/** A database with the read models' tables, and `tenant`'s 2,000 campaigns of `messages` each, the n-th sent at minute n. */
+async function dbWithCampaigns(tenant: string, messages: number): Promise<{ db: Db; cleanup: () => Promise<void> }> {
+  const opened = await openMigratedDb('postgres');
+  await ensureProjectionTables(opened.db.kysely, PROJECTIONS);
+  await sql`INSERT INTO campaign_stats (api_key_id, campaign_id, processed, delivered, opened, clicked, bounced, blocked, spam, unsub, messages, named, first_message_time)
+    SELECT ${tenant}::int8, c, ${messages}, ${messages}, 0, 0, 0, 0, 0, 0, ${messages}, ${messages}, 1700000000 + c * 60 FROM generate_series(1, 2000) AS c`.execute(opened.db.kysely);
+  return opened;
+}
