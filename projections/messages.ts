@@ -26,7 +26,7 @@ function statusSql(rank: string, failure: string): string {
  *
  * Nearly every event of a message rewrites its row (status, last activity, counts), so the
  * columns an event changes are kept out of the indexes and pages keep a fifth free: the update
- * stays on the row's page and touches none of its eight indexes (a HOT update; migration 0005).
+ * stays on the row's page and touches none of its ten indexes (a HOT update; migration 0005).
  * A MessageStatus filter therefore has no index: counting its matches reads every message of the tenant.
  */
 export const messages: Projection = {

@@ -17,6 +17,11 @@ export function isTransientDbError(err: unknown): boolean {
   return code === null || TRANSIENT_SQLSTATE.test(code);
 }
 
+/** A lock not had within the `lock_timeout` (or NOWAIT): lock_not_available. */
+export function isLockNotAvailable(err: unknown): boolean {
+  return sqlState(err) === '55P03';
+}
+
 /** A statement the server cancelled at its `statement_timeout` (not one cancelled by a user or at shutdown). */
 export function isStatementTimeout(err: unknown): boolean {
   return sqlState(err) === '57014' && err instanceof Error && /statement timeout/.test(err.message);

@@ -1,5 +1,12 @@
 import { type Kysely, type Transaction, sql } from 'kysely';
+import { isLockNotAvailable } from './errors.js';
 import type { Database } from './schema.js';
+
+/**
+ * How long work that takes a lock the API's reads would queue behind (a swap, a migration's
+ * ALTER, a DROP) waits for it before it steps back, so those reads go on.
+ */
+export const LOCK_WAIT_MS = 2_000;
 
 /**
  * Runs `work` in a transaction whose every lock wait lasts at most `lockTimeoutMs` (0: a lock
@@ -15,7 +22,7 @@ export async function inTransactionIfLocksCome(db: Kysely<Database>, lockTimeout
     });
     return true;
   } catch (err) {
-    if ((err as { code?: unknown }).code === '55P03') return false;
+    if (isLockNotAvailable(err)) return false;
     throw err;
   }
 }

@@ -12,6 +12,8 @@ import * as callbackUrlNotify from './migrations/0009-callback-url-notify.js';
 import * as batchAttemptPositions from './migrations/0010-batch-attempt-positions.js';
 import * as countedMessages from './migrations/0011-counted-messages.js';
 import type { Logger } from '../logger.js';
+import { isLockNotAvailable } from './errors.js';
+import { LOCK_WAIT_MS } from './lock-timeout.js';
 import type { Database } from './schema.js';
 
 /** Every migration, in order. Listed by hand: no file-system discovery at run time. */
@@ -44,7 +46,7 @@ export class MigrationError extends Error {
  * long reader (an open transaction, a pg_dump), every read of that table queues behind it, the
  * API's included. It then tries again a moment later, reads having gone on meanwhile.
  */
-export const MIGRATION_LOCK_TIMEOUT_MS = 2_000;
+export const MIGRATION_LOCK_TIMEOUT_MS = LOCK_WAIT_MS;
 const MIGRATION_RETRY_MS = 1_000;
 
 export interface MigrateOptions {
@@ -78,7 +80,7 @@ export async function migrateToLatest(db: Kysely<Database>, options: MigrateOpti
     });
     if (error === undefined) return results;
     const failed = results.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
-    if ((error as { code?: unknown }).code !== '55P03') throw new MigrationError(failed, error);
+    if (!isLockNotAvailable(error)) throw new MigrationError(failed, error);
     options.onLockWait?.(failed, tries);
     await sleep(MIGRATION_RETRY_MS, undefined, options.signal !== undefined ? { signal: options.signal } : {});
   }

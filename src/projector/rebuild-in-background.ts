@@ -58,11 +58,13 @@ export function startStaleRebuild(db: Db, stale: readonly Projection[], config: 
   const stop = rebuildInBackground(stale.map((p) => p.name), rebuild, projector, log);
   return async () => {
     const ended = stop();
-    const late = await Promise.race([ended.then(() => false), sleep(REBUILD_STOP_GRACE_MS).then(() => true)]);
-    const mine = own === null ? null : await own.catch(() => null);
-    if (late && mine !== null && mine !== db) await mine.terminateConnections(2_000);
+    // Unreferenced: once the rebuild has ended the pending grace keeps no process alive.
+    const late = await Promise.race([ended.then(() => false), sleep(REBUILD_STOP_GRACE_MS, true, { ref: false })]);
+    const opened = own === null ? null : await own.catch(() => null);
+    const separate = opened !== null && opened !== db ? opened : null;
+    if (late) await separate?.terminateConnections(2_000);
     await ended;
-    if (mine !== null && mine !== db) await mine.close();
+    await separate?.close();
   };
 }
 

@@ -10,10 +10,11 @@ export const REBUILD_RECHECK_MS = 2_000;
 /**
  * Rebuilds the read models `stale` names (built by another version of their code), in the
  * background of a projector's start (rebuild-in-background.ts). Those another process is
- * rebuilding already (two projectors started together) are waited for instead: no failure to log
- * and retry after a pause, and taken up as soon as that process has swapped them in. Done once the tables and checkpoints of every one
- * record this code's version; one still of another version once no rebuild of it runs (the
- * other process stopped, or was of other code) is rebuilt here. `options.signal` ends the wait.
+ * rebuilding already (two projectors started together) are waited for instead: no failure to
+ * log and retry after a pause, and taken up as soon as that process has swapped them in. Done
+ * once the tables and checkpoints of every one record this code's version; one still of another
+ * version once no rebuild of it runs (the other process stopped, or was of other code) is
+ * rebuilt here. `options.signal` ends the wait.
  */
 export async function rebuildStale(db: Db, stale: readonly Projection[], options: ReplayOptions, log: Logger, recheckMs = REBUILD_RECHECK_MS): Promise<void> {
   let waiting = false;

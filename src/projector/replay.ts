@@ -4,7 +4,7 @@ import { PROJECTIONS } from '../../projections/index.js';
 import type { Projection } from '../../projections/kit/types.js';
 import { DEFAULT_REPLAY_COUNTER_ROWS } from '../config.js';
 import type { Db } from '../db/connect.js';
-import { inTransactionIfLocksCome } from '../db/lock-timeout.js';
+import { inTransactionIfLocksCome, LOCK_WAIT_MS } from '../db/lock-timeout.js';
 import { logHead } from '../log/read.js';
 import { holdLeases, REPLAY_LEASE_MS } from '../log/leases.js';
 import { computeBatch, type Cursor } from './batch.js';
@@ -115,7 +115,7 @@ export async function replay(db: Db, projections: readonly Projection[], options
     // One whose lock does not come within 2 s (someone reads it) is left, and all of them if the
     // database is gone: the next run drops them before it builds.
     for (const t of projections.flatMap((p) => p.tables)) {
-      await inTransactionIfLocksCome(db.kysely, 2_000, async (trx) => {
+      await inTransactionIfLocksCome(db.kysely, LOCK_WAIT_MS, async (trx) => {
         await sql.raw(`DROP TABLE IF EXISTS ${t.name}${SHADOW}`).execute(trx);
       }).catch(() => false);
     }

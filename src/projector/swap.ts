@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import type { Projection } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
-import { inTransactionIfLocksCome } from '../db/lock-timeout.js';
+import { inTransactionIfLocksCome, LOCK_WAIT_MS } from '../db/lock-timeout.js';
 import type { ReplayProgress } from './replay.js';
 import { execAll, swapStatements } from './tables.js';
 
@@ -10,7 +10,7 @@ import { execAll, swapStatements } from './tables.js';
  * Longest wait of one swap try for its locks. Reads of the live tables queue behind a pending
  * ACCESS EXCLUSIVE lock: they wait this long at most, then go on while the swap steps back.
  */
-export const SWAP_LOCK_TIMEOUT_MS = 2_000;
+export const SWAP_LOCK_TIMEOUT_MS = LOCK_WAIT_MS;
 /** How long the swap keeps trying before it gives up. */
 export const SWAP_WAIT_MS = 300_000;
 /** First pause between two tries; doubled at each, up to the second, with jitter. */

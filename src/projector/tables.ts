@@ -1,6 +1,6 @@
 import { type Kysely, sql } from 'kysely';
 import type { ColumnSpec, Projection, TableSpec } from '../../projections/kit/types.js';
-import { inTransactionIfLocksCome } from '../db/lock-timeout.js';
+import { inTransactionIfLocksCome, LOCK_WAIT_MS } from '../db/lock-timeout.js';
 import type { Database } from '../db/schema.js';
 import { SQL_COLUMN_TYPES } from './sql-types.js';
 
@@ -117,7 +117,7 @@ async function dropObsoleteIndexes(db: Kysely<Database>, spec: TableSpec): Promi
     SELECT indexname AS name FROM pg_indexes
     WHERE schemaname = current_schema() AND tablename = ${spec.name} AND indexname LIKE ${`${spec.name}\\_\\_%\\_idx`}`.execute(db);
   for (const { name } of rows.filter((r) => !wanted.has(r.name))) {
-    await inTransactionIfLocksCome(db, 2000, async (trx) => {
+    await inTransactionIfLocksCome(db, LOCK_WAIT_MS, async (trx) => {
       await sql.raw(`DROP INDEX IF EXISTS ${name}`).execute(trx);
     });
   }

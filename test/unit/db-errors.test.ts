@@ -1,9 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { isConnectionLoss, isDataError, isTransientDbError } from '../../src/db/errors.js';
+import { isConnectionLoss, isDataError, isLockNotAvailable, isTransientDbError } from '../../src/db/errors.js';
 
 const withCode = (message: string, code: string) => Object.assign(new Error(message), { code });
 
 describe('database errors', () => {
+  it('tells a lock not had in time (55P03) from other errors', () => {
+    expect(isLockNotAvailable(withCode('canceling statement due to lock timeout', '55P03'))).toBe(true);
+    expect(isLockNotAvailable(withCode('deadlock detected', '40P01'))).toBe(false);
+    expect(isLockNotAvailable(new Error('Connection terminated unexpectedly'))).toBe(false);
+  });
+
   it("takes the pg driver's code-less messages for a lost connection as connection loss", () => {
     for (const message of [
       'Connection terminated unexpectedly',
