@@ -2,6 +2,7 @@ import type { Kysely } from 'kysely';
 import type { AttemptOutcome, Database, WebhookAttemptRow } from '../db/schema.js';
 import type { Checked } from './callback-url-input.js';
 import { parseId } from './callback-url-store.js';
+import { parseInstant } from '../api/conventions/time.js';
 
 /**
  * A tenant's delivery attempts (GET /v1/webhooks/attempts), newest first: every HTTP attempt
@@ -111,11 +112,8 @@ export function parseAttemptFilters(query: Readonly<Record<string, unknown>>): C
   return problems.length > 0 ? { ok: false, message: problems.join('; ') } : { ok: true, value: f };
 }
 
-/** Unix seconds, RFC 3339, or an ISO date-time without zone (taken as UTC). */
+/** Unix seconds, RFC 3339, or an ISO date-time without zone (taken as UTC), to the millisecond. */
 export function parseTime(text: string): Date | null {
-  if (/^\d{1,12}$/.test(text)) return new Date(Number(text) * 1000);
-  if (!/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$/i.test(text)) return null;
-  const zoned = /(Z|[+-]\d{2}:?\d{2})$/i.test(text) || !/[T ]/.test(text) ? text : `${text}Z`;
-  const at = new Date(zoned.replace(' ', 'T'));
-  return Number.isNaN(at.getTime()) ? null : at;
+  const at = parseInstant(text);
+  return at === null ? null : new Date(at.seconds * 1000 + Math.floor(at.fraction * 1000));
 }

@@ -43,12 +43,19 @@ export const bool = () =>
     .pipe(z.enum(['true', 'false', '1', '0'], { message: 'must be true, false, 1 or 0' }))
     .transform((v) => v === 'true' || v === '1');
 
+/**
+ * How a time parameter compares with the (whole-second) times it filters: `atOrAfter` (>=),
+ * `before` (<), `after` (>), `at` (=). It decides how a fraction of a second is rounded
+ * (parseTimestamp), so that `EventToTs=…:20.5Z` keeps a click at :20.
+ */
+export type TimeBound = 'atOrAfter' | 'before' | 'after' | 'at';
+
 /** Unix seconds, RFC 3339, or a zone-less ISO date-time (UTC) → Unix seconds. */
-export const timestamp = () =>
+export const timestamp = (bound: TimeBound) =>
   z
     .string()
     .transform((v, ctx) => {
-      const seconds = parseTimestamp(v);
+      const seconds = parseTimestamp(v, bound === 'atOrAfter' || bound === 'before' ? 'up' : 'down');
       if (seconds === null) {
         ctx.addIssue({ code: 'custom', message: 'must be Unix seconds or an RFC 3339 date-time such as 2024-05-01T00:00:00Z' });
         return z.NEVER;

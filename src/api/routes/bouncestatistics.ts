@@ -28,8 +28,8 @@ import { MAX_UINT64, itemId } from './item-id.js';
 const query = listSchema({
   ...CAMPAIGN_FILTERS,
   ...MESSAGE_STATUS,
-  EventFromTs: timestamp().optional().meta({ description: 'BouncedAt at or after this' }),
-  EventToTs: timestamp().optional().meta({ description: 'BouncedAt before this' }),
+  EventFromTs: timestamp('atOrAfter').optional().meta({ description: 'BouncedAt at or after this' }),
+  EventToTs: timestamp('before').optional().meta({ description: 'BouncedAt before this' }),
 });
 
 const record = z.object({

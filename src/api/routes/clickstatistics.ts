@@ -34,8 +34,8 @@ const query = listSchema({
   ...CAMPAIGN_FILTERS,
   ...MESSAGE_STATUS,
   MessageID: int64().optional(),
-  EventFromTs: timestamp().optional().meta({ description: 'ClickedAt at or after this' }),
-  EventToTs: timestamp().optional().meta({ description: 'ClickedAt before this' }),
+  EventFromTs: timestamp('atOrAfter').optional().meta({ description: 'ClickedAt at or after this' }),
+  EventToTs: timestamp('before').optional().meta({ description: 'ClickedAt before this' }),
 });
 
 const record = z.object({

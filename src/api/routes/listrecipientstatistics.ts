@@ -33,8 +33,8 @@ const query = listSchema({
   IsActive: bool().optional().meta({ description: 'true: never unsubscribed from this list' }),
   IsUnsubscribed: bool().optional().meta({ description: 'true: unsubscribed from this list' }),
   IsExcludedFromCampaigns: bool().optional().meta({ description: 'Not tracked: true matches nothing' }),
-  MinUnsubscribedAt: timestamp().optional().meta({ description: 'First unsubscribe at or after this' }),
-  MaxUnsubscribedAt: timestamp().optional().meta({ description: 'First unsubscribe before this' }),
+  MinUnsubscribedAt: timestamp('atOrAfter').optional().meta({ description: 'First unsubscribe at or after this' }),
+  MaxUnsubscribedAt: timestamp('before').optional().meta({ description: 'First unsubscribe before this' }),
   ShowExtraData: bool().optional().meta({ description: 'Add the contact extra data (`Data`, always empty here)' }),
 });
 const ITEM_QUERY = query.pick({ ShowExtraData: true });

@@ -32,8 +32,8 @@ const query = listSchema({
   ...CAMPAIGN_FILTERS,
   ...MESSAGE_STATUS,
   MessageID: int64().optional(),
-  EventFromTs: timestamp().optional().meta({ description: 'OpenedAt (first open) at or after this' }),
-  EventToTs: timestamp().optional().meta({ description: 'OpenedAt (first open) before this' }),
+  EventFromTs: timestamp('atOrAfter').optional().meta({ description: 'OpenedAt (first open) at or after this' }),
+  EventToTs: timestamp('before').optional().meta({ description: 'OpenedAt (first open) before this' }),
 });
 
 const record = z.object({

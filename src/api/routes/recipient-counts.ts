@@ -57,9 +57,9 @@ export const RECIPIENT_FILTERS = {
   SoftBounced: flag('a soft-bounced message'),
   Spam: flag('a spam complaint'),
   Unsubscribed: flag('an unsubscribe'),
-  LastActivityAt: timestamp().optional().meta({ description: 'Last activity at exactly this second' }),
-  MinLastActivityAt: timestamp().optional().meta({ description: 'Last activity after this (greater than)' }),
-  MaxLastActivityAt: timestamp().optional().meta({ description: 'Last activity before this (less than)' }),
+  LastActivityAt: timestamp('at').optional().meta({ description: 'Last activity at exactly this second' }),
+  MinLastActivityAt: timestamp('after').optional().meta({ description: 'Last activity after this (greater than)' }),
+  MaxLastActivityAt: timestamp('before').optional().meta({ description: 'Last activity before this (less than)' }),
 } as const;
 
 export type RecipientFilterValues = { [K in CountFilter]?: boolean | undefined } & {

@@ -58,8 +58,8 @@ const query = listSchema({
   SourceIDs: list(int64({ signed: true })).optional(),
   APIKeyID: int64({ signed: true }).optional(),
   CampaignID: int64({ signed: true }).optional(),
-  FromTS: timestamp().optional(),
-  ToTS: timestamp().optional(),
+  FromTS: timestamp('atOrAfter').optional(),
+  ToTS: timestamp('before').optional(),
 });
 
 const count = () => z.number().int();

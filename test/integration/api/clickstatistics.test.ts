@@ -61,6 +61,10 @@ describe('GET /v3/REST/clickstatistics', () => {
     [`EventToTs=${T0 + 200}`, () => [C1]],
     [`EventFromTs=${T0 + 200}&EventToTs=${D10 + 40}`, () => [C2]],
     [`EventFromTs=2023-11-24T00:00:00`, () => [C3]],
+    // A fraction of a second: C1 (22:15:20) is before 22:15:20.5, and not at or after it.
+    ['EventFromTs=2023-11-14T22:15:20.5Z', () => [C2, C3]],
+    ['EventToTs=2023-11-14T22:15:20.5Z', () => [C1]],
+    ['EventToTs=2023-11-14T22:15:20.000Z', () => []],
   ])('filters with %s', async (qs, expected) => {
     expect(await list(qs)).toEqual(envelope(expected()));
   });

@@ -5,7 +5,8 @@ import { pageOf } from '../../../src/api/conventions/paging.js';
 import { bool, int64, parseQuery, timestamp } from '../../../src/api/conventions/params.js';
 import { AuthFailureLimiter, RateLimiter, clientKey } from '../../../src/api/conventions/rate-limit.js';
 import { orderBy } from '../../../src/api/conventions/sort.js';
-import { parseTimestamp, rfc3339 } from '../../../src/api/conventions/time.js';
+import { parseInstant, parseTimestamp, rfc3339 } from '../../../src/api/conventions/time.js';
+import { parseTime } from '../../../src/webhooks/webhook-attempts.js';
 import { z } from 'zod';
 import { createServer } from '../../../src/http/server.js';
 import { quietLogger } from '../../support/harness.js';
@@ -27,6 +28,24 @@ describe('timestamps', () => {
 
   it.each(['yesterday', '2023-02-30T00:00:00Z', '2023-13-01', '99999999999999', '-5', '1e9', '', '2023-11-14T23:13:20 0100'])('refuses %j', (text) => expect(parseTimestamp(text)).toBeNull());
 
+  it('rounds a fraction of a second as the comparison it feeds needs: up for >= and <, down for > and =', () => {
+    expect(parseTimestamp('2023-11-14T22:13:20.5Z', 'up')).toBe(1_700_000_001);
+    expect(parseTimestamp('2023-11-14T22:13:20.0001Z', 'up')).toBe(1_700_000_001);
+    expect(parseTimestamp('2023-11-14T22:13:20.000Z', 'up')).toBe(1_700_000_000);
+    expect(parseTimestamp('1700000000', 'up')).toBe(1_700_000_000);
+    expect(parseTimestamp('2023-11-14T22:13:20.5Z', 'down')).toBe(1_700_000_000);
+    expect(parseTimestamp('9999-12-31T23:59:59.5Z', 'up')).toBeNull();
+    const bounds = z.object({ a: timestamp('atOrAfter'), b: timestamp('before'), c: timestamp('after'), d: timestamp('at') });
+    const at = '2023-11-14T22:13:20.25Z';
+    expect(bounds.parse({ a: at, b: at, c: at, d: at })).toEqual({ a: 1_700_000_001, b: 1_700_000_001, c: 1_700_000_000, d: 1_700_000_000 });
+  });
+
+  it('reads the instant with its fraction, to the millisecond for webhook ranges', () => {
+    expect(parseInstant('2023-11-14T23:13:20.25+01:00')).toEqual({ seconds: 1_700_000_000, fraction: 0.25 });
+    expect(parseTime('2023-11-14T22:13:20.25Z')?.toISOString()).toBe('2023-11-14T22:13:20.250Z');
+    expect(parseTime('2024-02-31T00:00:00Z')).toBeNull();
+  });
+
   it('writes RFC 3339 with Z, and "" for none', () => {
     expect(rfc3339(1_700_000_000n)).toBe('2023-11-14T22:13:20Z');
     expect(rfc3339(null)).toBe('');
@@ -34,7 +53,7 @@ describe('timestamps', () => {
 });
 
 describe('query parameters', () => {
-  const schema = z.object({ SourceID: int64().optional(), countOnly: bool().optional(), FromTS: timestamp().optional() });
+  const schema = z.object({ SourceID: int64().optional(), countOnly: bool().optional(), FromTS: timestamp('atOrAfter').optional() });
 
   it('matches names without regard to case or a [] suffix', () => {
     expect(parseQuery(schema, { sourceid: '18446744073709551615', COUNTONLY: 'TRUE', 'fromts[]': '2023-11-14' })).toEqual({
