@@ -5,10 +5,10 @@ import {
   type CallbackUrlStatus,
   type CallbackUrlVersion,
   type WebhookEventType,
+  checkEventType,
   parseCallbackUrlCreate,
   parseCallbackUrlPatch,
 } from './callback-url-input.js';
-import { WEBHOOK_EVENT_TYPES } from '../events/schema.js';
 import { generateSigningSecret } from './signing.js';
 
 /**
@@ -117,7 +117,8 @@ export async function listCallbackUrls(db: Kysely<Database>, apiKeyId: Id, f: Ca
 
 /**
  * PUT with PATCH semantics: only the given properties change. A new `Url` revives a dead URL
- * (Mailjet's way back), and so does `Status: "alive"`. Null when there is no such URL.
+ * (Mailjet's way back), and so does `Status: "alive"`. Null when there is no such URL. One
+ * transaction: a claim never sees the URL changed and its deliveries not yet.
  */
 export async function updateCallbackUrl(db: Kysely<Database>, apiKeyId: Id, id: Id, input: unknown): Promise<CallbackUrl | null> {
   const checked = parseCallbackUrlPatch(input);
@@ -128,29 +129,40 @@ export async function updateCallbackUrl(db: Kysely<Database>, apiKeyId: Id, id: 
   const current = await getCallbackUrl(db, apiKeyId, key);
   if (current === null) return null;
   const status: CallbackUrlStatus = p.status ?? (p.url !== undefined ? 'alive' : current.status);
+  // Revived, or given a new address: its failure streak starts afresh.
+  const afresh = status === 'alive' && (current.status === 'dead' || p.url !== undefined);
   const row = await withConflict({ eventType: p.eventType ?? current.eventType, isBackup: p.isBackup ?? current.isBackup }, () =>
-    db
-      .updateTable('callback_urls')
-      .set({
-        ...(p.eventType !== undefined ? { event_type: p.eventType } : {}),
-        ...(p.url !== undefined ? { url: p.url } : {}),
-        ...(p.isBackup !== undefined ? { is_backup: p.isBackup } : {}),
-        ...(p.version !== undefined ? { version: p.version } : {}),
-        status,
-        // Revived (or still alive): its failure streak starts afresh.
-        ...(status === 'alive' ? { dead_since: null, ...(current.status === 'dead' || p.url !== undefined ? { failing_since: null } : {}) } : {}),
-        ...(status === 'dead' && current.status === 'alive' ? { dead_since: sql<Date>`now()` } : {}),
-        updated_at: sql<Date>`now()`,
-      })
-      .where('api_key_id', '=', BigInt(apiKeyId))
-      .where('id', '=', key)
-      .returningAll()
-      .executeTakeFirst(),
+    db.transaction().execute(async (trx) => {
+      const updated = await trx
+        .updateTable('callback_urls')
+        .set({
+          ...(p.eventType !== undefined ? { event_type: p.eventType } : {}),
+          ...(p.url !== undefined ? { url: p.url } : {}),
+          ...(p.isBackup !== undefined ? { is_backup: p.isBackup } : {}),
+          ...(p.version !== undefined ? { version: p.version } : {}),
+          status,
+          ...(status === 'alive' ? { dead_since: null, ...(afresh ? { failing_since: null } : {}) } : {}),
+          ...(status === 'dead' && current.status === 'alive' ? { dead_since: sql<Date>`now()` } : {}),
+          updated_at: sql<Date>`now()`,
+        })
+        .where('api_key_id', '=', BigInt(apiKeyId))
+        .where('id', '=', key)
+        .returningAll()
+        .executeTakeFirst();
+      if (updated === undefined) return undefined;
+      if (updated.event_type !== current.eventType) {
+        // Given another event type, the URL is no longer where its pending deliveries were going: they go, as on a DELETE.
+        await sql`DELETE FROM webhook_deliveries WHERE retry = ANY(ARRAY[false, true]) AND url_id = ${key}`.execute(trx);
+      } else if (afresh) {
+        // Its waiting deliveries start their retry schedule afresh, at once, and the window that
+        // would kill it again counts from their next failure, at the address as it is now. A
+        // delivery in flight (claimed) keeps its count: its outcome is already on its way.
+        await sql`UPDATE webhook_deliveries SET attempts = 0, first_failed_at = NULL, due_at = now()
+          WHERE retry = ANY(ARRAY[false, true]) AND url_id = ${key} AND (claimed_until IS NULL OR claimed_until < now())`.execute(trx);
+      }
+      return updated;
+    }),
   );
-  // Given another event type, the URL is no longer where its pending deliveries were going: they go, as on a DELETE.
-  if (row !== undefined && row.event_type !== current.eventType) {
-    await sql`DELETE FROM webhook_deliveries WHERE retry = ANY(ARRAY[false, true]) AND url_id = ${key}`.execute(db);
-  }
   return row === undefined ? null : fromRow(row);
 }
 
@@ -190,8 +202,10 @@ export async function findCallbackUrlId(db: Kysely<Database>, apiKeyId: Id, id: 
   const numeric = parseId(id);
   if (numeric !== null) return numeric;
   const m = /^\s*([a-z]+)\s*(?:\|\s*(true|false|1|0)\s*)?$/i.exec(id);
-  const eventType = WEBHOOK_EVENT_TYPES.find((t) => t === m?.[1]?.toLowerCase());
-  if (m === null || eventType === undefined) return null;
+  // The event type as a body may name it (`unsubscribe` too).
+  const named = m === null ? null : checkEventType(m[1]);
+  if (m === null || named === null || !named.ok) return null;
+  const eventType = named.value;
   const isBackup = m[2] !== undefined && ['true', '1'].includes(m[2].toLowerCase());
   const row = await db
     .selectFrom('callback_urls')

@@ -54,7 +54,8 @@ export function mailjetCallbackJson(e: SourceEvent): string {
     `"time":${String(e.time)}`,
     `"MessageID":${/^\d+$/.test(e.messageId) ? e.messageId : '0'}`,
     `"Message_GUID":${text(p['Message_GUID'])}`,
-    `"email":${text(p['email'])}`,
+    // The address as the log keeps it and dedupes it (the spaces around it are not part of it).
+    `"email":${text(typeof p['email'] === 'string' ? p['email'].trim() : undefined)}`,
     `"mj_campaign_id":${e.campaignId}`,
     `"mj_contact_id":${e.contactId}`,
     `"customcampaign":${text(p['customcampaign'])}`,

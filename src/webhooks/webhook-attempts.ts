@@ -109,6 +109,8 @@ export function parseAttemptFilters(query: Readonly<Record<string, unknown>>): C
       }
     }
   }
+  // A range that holds nothing is a mistake in the request (as for a replay's), not an empty page.
+  if (f.from !== undefined && f.to !== undefined && f.to <= f.from) problems.push('ToTS must be later than FromTS (the range is [FromTS, ToTS))');
   return problems.length > 0 ? { ok: false, message: problems.join('; ') } : { ok: true, value: f };
 }
 

@@ -13,7 +13,8 @@ import { hook, outboxEmpty, startDispatcher, urlStatus } from './fixture.js';
  * With a compressed WEBHOOK_RETRY_SCHEDULE: a URL failing for the whole window turns dead (with
  * a backlog too, its deliveries still far from their last retry); its
  * pending and later events go to the alive backup (or, with none, are dropped and say so);
- * PUTting a new Url revives it. A delivery that fails alone while its URL works expires alone.
+ * PUTting a new Url revives it, and gives its waiting retries a fresh schedule. A delivery that
+ * fails alone while its URL works expires alone.
  */
 
 const SCHEDULE = [0.05, 0.05, 0.05];
@@ -101,6 +102,29 @@ describe('dead URLs and backups', () => {
     await outboxEmpty(db, 10_000);
     expect(messageIds('/backup/37')).toEqual(range(700, 6));
     expect(receiver.at('/broken/37')).toHaveLength(6);
+  });
+
+  it('a new Url gives the URL`s waiting retries a fresh schedule at the new address, due at once', async () => {
+    // Retries an hour apart: without the fresh start, the failed deliveries would wait that long,
+    // and their count and first failure (at the old address) would bring the URL's death closer.
+    const url = await hook(db, '39', { EventType: 'sent', Url: receiver.url('/broken/39') });
+    dispatcher = await startDispatcher(db, { retryScheduleSeconds: [3600, 3600] });
+    await append(db, '39', sends('r', 900, 5));
+    const retries = async () =>
+      (await sql<{ attempts: number; first_failed_at: Date | null }>`SELECT attempts, first_failed_at FROM webhook_deliveries WHERE url_id = ${url.id} AND retry`.execute(db.kysely)).rows;
+    await waitFor('the failures to be recorded', async () => (await retries()).length === 5);
+    const moved = new Date();
+
+    // Another failing address: each waiting delivery is tried there at once, as a first failure.
+    await updateCallbackUrl(db.kysely, '39', url.id, { Url: receiver.url('/broken/39b') });
+    await waitFor('every delivery to be tried at the new address', async () => receiver.at('/broken/39b').length >= 5, 10_000);
+    await waitFor('the failures there to be recorded', async () => (await retries()).every((r) => r.first_failed_at !== null && r.first_failed_at >= moved));
+    expect((await retries()).map((r) => r.attempts)).toEqual([1, 1, 1, 1, 1]);
+
+    await updateCallbackUrl(db.kysely, '39', url.id, { Url: receiver.url('/fixed/39') });
+    await outboxEmpty(db, 10_000);
+    expect(messageIds('/fixed/39')).toEqual(range(900, 5));
+    expect(await urlStatus(db, url.id)).toBe('alive');
   });
 
   it('a primary PUT to dead while no dispatcher ran hands its waiting retries to the backup when one starts', async () => {

@@ -161,6 +161,10 @@ describe('an item named by its unique key EventType|Backup', () => {
     // An event type with no URL, a name that is no event type: 404.
     expect(await ids('unsub|true')).toBe(404);
     expect(await ids('nope')).toBe(404);
+    // `unsubscribe`, which a body may give for `unsub`, names it in a path too.
+    const unsub = await create({ EventType: 'unsubscribe', Url: 'https://example.com/unsub' });
+    expect(await ids('unsubscribe')).toEqual([unsub['ID']]);
+    expect(await ids('Unsub|false')).toEqual([unsub['ID']]);
 
     const put = await f.request('PUT', `${PATH}/spam|true`, { body: { Url: 'https://example.com/spam-backup-2' } });
     expect(put.status).toBe(200);

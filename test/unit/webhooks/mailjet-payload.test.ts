@@ -27,6 +27,10 @@ describe('mailjetCallbackJson', () => {
     );
   });
 
+  it('sends the address without the spaces around it, as the log keeps and dedupes it', () => {
+    expect(JSON.parse(mailjetCallbackJson({ ...base, payload: { email: '  sp@x.com ' } }))).toMatchObject({ email: 'sp@x.com' });
+  });
+
   it('gives bounces booleans (false when absent) and a comment only when known', () => {
     const none = JSON.parse(mailjetCallbackJson({ ...base, type: 'bounce', payload: {} })) as Record<string, unknown>;
     expect(none).toMatchObject({ blocked: false, hard_bounce: false, error_related_to: '', error: '' });
