@@ -2,8 +2,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectDb, type Db } from '../../src/db/connect.js';
 import { type LogEventRow, decodeEventBytes, decodeEventText } from '../../src/events/decode.js';
-import { appendPath, ONE_STATEMENT_MAX_ROWS, writeBatch } from '../../src/ingest/batch-writer.js';
-import { appendInOneStatement } from '../../src/log/append.js';
+import { appendPath, appendSplitting, ONE_STATEMENT_MAX_ROWS, writeBatch } from '../../src/ingest/batch-writer.js';
+import { appendEvents, appendInOneStatement } from '../../src/log/append.js';
 import { copyAppend } from '../../src/log/copy-append.js';
 import { writeDeadLetters } from '../../src/log/dead-letters.js';
 import { openMigratedDb } from '../support/databases.js';
@@ -194,6 +194,31 @@ describe('which path a batch takes', () => {
       expect(outcome.refused.get(1)).toMatch(/refused by the database: .*json/i);
       const pool = single.pool as pg.Pool;
       expect((await pool.query("SELECT count(*)::int AS n FROM dead_letters WHERE message_key = 'k1'")).rows[0]).toEqual({ n: 1 });
+    });
+
+    it('finds a few refused rows in a large batch by halving it, not row by row, and stores the rest', async () => {
+      const batch = rows(Array.from({ length: 2000 }, (_, i) => `split-${i}`));
+      const bad = [7, 1234, 1999];
+      for (const i of bad) (batch[i] as LogEventRow).payload = '{"not json';
+      let statements = 0;
+      const outcome = await appendSplitting(batch, async (part) => {
+        statements += 1;
+        return (await appendEvents(single.kysely, part)).inserted.size;
+      });
+      expect(outcome.inserted).toBe(1997);
+      expect([...outcome.refused.keys()].sort((a, b) => a - b)).toEqual(bad);
+      // About 2·k·log2(n) = 66 at most; one per row was 2,000.
+      expect(statements).toBeLessThanOrEqual(66);
+      const pool = single.pool as pg.Pool;
+      expect((await pool.query("SELECT count(*)::int AS n FROM events WHERE event_id LIKE 'split-%'")).rows[0]).toEqual({ n: 1997 });
+
+      // Through writeBatch (by COPY), the refused rows are dead-lettered with the database's reason.
+      const again = rows(Array.from({ length: 300 }, (_, i) => `split-b-${i}`));
+      (again[150] as LogEventRow).payload = '{"not json';
+      const written = await writeBatch(single, again, [], letterFor);
+      expect(written.inserted).toBe(299);
+      expect([...written.refused.keys()]).toEqual([150]);
+      expect((await pool.query("SELECT count(*)::int AS n FROM dead_letters WHERE message_key = 'k150'")).rows[0]).toEqual({ n: 1 });
     });
 
     it.each([
