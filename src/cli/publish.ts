@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { Config } from '../config.js';
@@ -107,7 +108,17 @@ function natsTarget(line: JsonLine, apiKeyIdFlag: string | undefined, prefix: st
   const given = (value as Record<string, unknown>)['EventID'];
   const eventId = typeof given === 'string' && given !== '' ? given : deriveEventId(tenant, value as Record<string, unknown>);
   // JetStream dedupes Nats-Msg-Id across the whole stream; EventIDs are unique per tenant only.
-  return { ok: true, subject: `${prefix}.${tenant}.${event}`, msgId: `${tenant}:${eventId}` };
+  return { ok: true, subject: `${prefix}.${tenant}.${event}`, msgId: `${tenant}:${headerSafe(eventId)}` };
+}
+
+/**
+ * An EventID as a header value: as it is, unless it holds a character a NATS header cannot carry
+ * (CR, LF or another control character), then a hash of it: any EventID of up to 128 characters
+ * is a valid one, and the event is stored under it as it is.
+ */
+function headerSafe(eventId: string): string {
+  // eslint-disable-next-line no-control-regex
+  return /[\u0000-\u001f\u007f]/.test(eventId) ? `sha256:${createHash('sha256').update(eventId).digest('base64url')}` : eventId;
 }
 
 /**

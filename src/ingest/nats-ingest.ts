@@ -8,7 +8,7 @@ import { writeBatch } from './batch-writer.js';
 import { HeldMessages } from './held-messages.js';
 import { IngestBatch } from './ingest-batch.js';
 import { natsDeadLetter } from './nats-message.js';
-import { type ConsumerSettings, ensureStreamAndConsumer } from './nats-stream.js';
+import { type ConsumerSettings, DUPLICATE_WINDOW_MS, ensureStreamAndConsumer } from './nats-stream.js';
 import { SubjectParser } from './subject.js';
 import type { TenantDirectory } from './tenants.js';
 
@@ -64,6 +64,8 @@ export class NatsIngest {
   #stopping = false;
   #consuming = false;
   #consumerCreated: string | null = null;
+  /** The stream's long Nats-Msg-Id window told once per process, not at each reconnect. */
+  #warnedWindow = false;
   #loop: Promise<void> | null = null;
   #consecutiveFailures = 0;
 
@@ -136,7 +138,16 @@ export class NatsIngest {
    */
   async #openConsumer(): Promise<Consumer> {
     const jsm = await jetstreamManager(this.nc);
-    await ensureStreamAndConsumer(jsm, this.opts);
+    const stream = await ensureStreamAndConsumer(jsm, this.opts);
+    if (stream.duplicateWindowMs > DUPLICATE_WINDOW_MS && !this.#warnedWindow) {
+      this.#warnedWindow = true;
+      this.log.warn(
+        { stream: this.opts.stream, duplicateWindowMs: stream.duplicateWindowMs },
+        `NATS stream ${this.opts.stream} drops a message whose Nats-Msg-Id it has seen in the last ${stream.duplicateWindowMs} ms on any subject: ` +
+          `two tenants' events sharing an EventID, published that close together with it as their Nats-Msg-Id, keep only the first. ` +
+          `Postgres dedupes exactly without it; shorten it with: nats stream edit ${this.opts.stream} --dupe-window ${DUPLICATE_WINDOW_MS}ms`,
+      );
+    }
     const consumer = await jetstream(this.nc).consumers.get(this.opts.stream, this.opts.consumer);
     const created = (await consumer.info(true)).created;
     if (this.#consumerCreated !== null && created !== this.#consumerCreated) {

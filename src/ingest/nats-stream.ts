@@ -16,14 +16,31 @@ const STREAM_NOT_FOUND = 10059;
 const CONSUMER_NOT_FOUND = 10014;
 
 /**
+ * How long JetStream remembers a `Nats-Msg-Id`: the least it takes (100 ms). Its dedupe is
+ * stream-wide, while EventIDs are unique per tenant only, so two tenants' events that share an
+ * EventID and are published that close together with it as their `Nats-Msg-Id` (as the
+ * contract suggests) keep only the first: a 2-minute window lost the second of any such pair
+ * published within 2 minutes, with no trace. Postgres's unique index on (tenant, EventID)
+ * dedupes exactly in any case; the window only spares it a producer's immediate resend.
+ */
+export const DUPLICATE_WINDOW_MS = 100;
+
+/** The stream as ingest found it. */
+export interface StreamFacts {
+  /** Its Nats-Msg-Id window. */
+  duplicateWindowMs: number;
+}
+
+/**
  * Creates the stream when it is missing. It keeps a week of events (Postgres is the source of
  * truth; the stream is the buffer that lets ingest fall behind, or Postgres be down, without
- * losing anything) and dedupes by Nats-Msg-Id.
+ * losing anything) and dedupes by Nats-Msg-Id for DUPLICATE_WINDOW_MS.
  */
-export async function ensureStream(jsm: JetStreamManager, s: StreamSettings): Promise<void> {
+export async function ensureStream(jsm: JetStreamManager, s: StreamSettings): Promise<StreamFacts> {
   const subjects = [`${s.subjectPrefix}.>`];
   try {
-    await jsm.streams.info(s.stream);
+    const info = await jsm.streams.info(s.stream);
+    return { duplicateWindowMs: info.config.duplicate_window / 1e6 };
   } catch (err) {
     if (!(err instanceof JetStreamApiError && err.code === STREAM_NOT_FOUND)) throw err;
     try {
@@ -33,14 +50,16 @@ export async function ensureStream(jsm: JetStreamManager, s: StreamSettings): Pr
         storage: StorageType.File,
         retention: RetentionPolicy.Limits,
         max_age: nanos(7 * 24 * 3600 * 1000),
-        duplicate_window: nanos(2 * 60 * 1000),
+        duplicate_window: nanos(DUPLICATE_WINDOW_MS),
       });
+      return { duplicateWindowMs: DUPLICATE_WINDOW_MS };
     } catch (addErr) {
       if (!(addErr instanceof JetStreamApiError)) throw addErr;
       // Another process may have created it first; if not, the server's refusal is the reason
       // (subjects another stream already takes, a limit of the account…).
       try {
-        await jsm.streams.info(s.stream);
+        const info = await jsm.streams.info(s.stream);
+        return { duplicateWindowMs: info.config.duplicate_window / 1e6 };
       } catch {
         throw new Error(
           `Could not create the NATS stream ${s.stream} (NATS_STREAM) for subjects ${subjects.join(', ')} (NATS_SUBJECT_PREFIX): ${addErr.message}`,
@@ -52,8 +71,8 @@ export async function ensureStream(jsm: JetStreamManager, s: StreamSettings): Pr
 }
 
 /** The stream, and the durable ingest consumer that every ingest process shares. */
-export async function ensureStreamAndConsumer(jsm: JetStreamManager, s: ConsumerSettings): Promise<void> {
-  await ensureStream(jsm, s);
+export async function ensureStreamAndConsumer(jsm: JetStreamManager, s: ConsumerSettings): Promise<StreamFacts> {
+  const stream = await ensureStream(jsm, s);
   const config = {
     durable_name: s.consumer,
     ack_policy: AckPolicy.Explicit,
@@ -76,4 +95,5 @@ export async function ensureStreamAndConsumer(jsm: JetStreamManager, s: Consumer
       if (!(addErr instanceof JetStreamApiError)) throw addErr;
     }
   }
+  return stream;
 }

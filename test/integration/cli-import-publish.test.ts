@@ -10,7 +10,7 @@ import { createApiKey } from '../../src/keys/key-store.js';
 import { writeDeadLetters } from '../../src/log/dead-letters.js';
 import { type Service, startService } from '../../src/main.js';
 import { type TestEnv, countRows, createTestEnv, quietLogger } from '../support/harness.js';
-import { openJetStream } from '../support/jetstream.js';
+import { createStream, deleteStreamQuietly, openJetStream } from '../support/jetstream.js';
 import { postgresBehindProxy } from '../support/tcp-proxy.js';
 
 /** The `import` and `publish` commands called in-process, against this file's database and stream. */
@@ -105,15 +105,23 @@ describe('publish to NATS', () => {
   it("keeps two tenants' events that share an EventID (the stream dedupes Nats-Msg-Id across tenants)", async () => {
     const other = await createApiKey(t.db.kysely);
     const path = writeLines('shared-id.jsonl', [open(1, `"EventID":"evt-1","APIKeyID":${t.key.APIKeyID}`), open(1, `"EventID":"evt-1","APIKeyID":${other.APIKeyID}`)]);
-    expect(await publish(path)).toEqual({ code: 0, summary: { Published: 2, Duplicates: 0, Skipped: [] } });
     const h = await openJetStream(t.env['NATS_URL'] as string);
     try {
+      // A stream an operator made, with NATS's default 2-minute window (the service's own has 100 ms).
+      await deleteStreamQuietly(t.env['NATS_URL'] as string, t.env['NATS_STREAM'] as string);
+      await createStream(h, t.env['NATS_STREAM'] as string, t.env['NATS_SUBJECT_PREFIX'] as string);
+      expect(await publish(path)).toEqual({ code: 0, summary: { Published: 2, Duplicates: 0, Skipped: [] } });
       expect((await h.jsm.streams.info(t.env['NATS_STREAM'] as string)).state.messages).toBe(2);
     } finally {
       await h.close();
     }
     // the same file again: each tenant's copy is the duplicate of its own
     expect(await publish(path)).toEqual({ code: 0, summary: { Published: 0, Duplicates: 2, Skipped: [] } });
+  });
+
+  it('publishes an event whose EventID holds a line break, which a NATS header cannot carry', async () => {
+    const path = writeLines('crlf-id.jsonl', [open(20, `"EventID":"a\\r\\nb","APIKeyID":${t.key.APIKeyID}`)]);
+    expect(await publish(path)).toEqual({ code: 0, summary: { Published: 1, Duplicates: 0, Skipped: [] } });
   });
 
   it("skips a line over the server's message limit or nested too deep, says why, and publishes the rest", async () => {

@@ -5,6 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Db, connectDb } from '../../src/db/connect.js';
 import { NatsIngest, type NatsIngestOptions } from '../../src/ingest/nats-ingest.js';
 import { TenantDirectory } from '../../src/ingest/tenants.js';
+import { createApiKey } from '../../src/keys/key-store.js';
 import { readEventsAfter } from '../../src/log/read.js';
 import { BIG_MESSAGE_ID, sampleEvents, withBareMessageId } from '../support/events.js';
 import { type TestEnv, countRows, createTestEnv, quietLogger, waitFor } from '../support/harness.js';
@@ -93,6 +94,21 @@ describe('NATS ingest', () => {
       return info.num_pending === 0 && info.num_ack_pending === 0;
     });
     expect(await countRows(t.db, 'events')).toBe(before + events.length);
+  });
+
+  it('keeps two tenants` events that share an EventID used as their Nats-Msg-Id, as the contract suggests, unless sent within 100 ms', async () => {
+    const other = await createApiKey(t.db.kysely);
+    await startIngest();
+    const event = (apiKeyId: string) => ({ event: 'sent', time: 1_700_000_000, MessageID: '77', email: 'shared@example.com', EventID: 'shared-1', APIKeyID: Number(apiKeyId) });
+    await publish(event(t.key.APIKeyID), { msgID: 'shared-1' });
+    // The stream's window is its least, 100 ms (a 2-minute one dropped the second tenant's event).
+    await new Promise((r) => setTimeout(r, 250));
+    await publish(event(other.APIKeyID), { apiKeyId: other.APIKeyID, msgID: 'shared-1' });
+    const stored = async () =>
+      (await sql<{ n: number }>`SELECT count(DISTINCT api_key_id)::int AS n FROM events WHERE event_id = 'shared-1'`.execute(t.db.kysely)).rows[0]?.n;
+    await waitFor('both tenants` events stored', async () => (await stored()) === 2);
+    const info = await (await jetstreamManager(nc)).streams.info(options().stream);
+    expect(info.config.duplicate_window).toBe(100 * 1e6);
   });
 
   it('dead-letters poison messages with their reason and keeps going', async () => {
