@@ -70,11 +70,12 @@ export function createServer(http: Config['http'], log: Logger): FastifyInstance
       return done(apiErrors.badRequest('Request body is not valid UTF-8'), undefined);
     }
     if (text.trim() === '') return done(null, undefined);
+    // A route that parses its body itself (POST /v1/events: each event on its own, its depth
+    // too, so that one event nested too deep is that event's reject) gets the text.
+    if (req.routeOptions.config?.jsonText === true) return done(null, text);
     if (nestedDeeperThan(text, MAX_JSON_DEPTH)) {
       return done(apiErrors.badRequest(`Request body is nested deeper than ${MAX_JSON_DEPTH} levels`), undefined);
     }
-    // A route that parses its body itself (POST /v1/events: each event on its own) gets the text.
-    if (req.routeOptions.config?.jsonText === true) return done(null, text);
     try {
       done(null, parseExactJson(text));
     } catch (err) {

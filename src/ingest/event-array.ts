@@ -1,5 +1,6 @@
 import { exactJsonValue } from '../events/exact-json.js';
-import { splitJsonArray } from '../events/json-text.js';
+import { MAX_EVENT_DEPTH } from '../events/decode.js';
+import { nestedDeeperThan, splitJsonArray } from '../events/json-text.js';
 import { apiErrors } from '../http/errors.js';
 
 /** One element of a POST /v1/events body: its own text, and its value or why it has none. */
@@ -26,6 +27,8 @@ export function eventArrayItems(text: string, maxEvents: number): EventArrayItem
   if (elements.length !== whole.length) throw new Error(`split ${elements.length} events where JSON.parse found ${whole.length}`);
   // The whole body's parse already holds each event; only its integers past 2^53 are read again.
   return elements.map((element, i) => {
+    // Checked before anything walks the value (recursively): the event's reject, as on NATS.
+    if (nestedDeeperThan(element, MAX_EVENT_DEPTH)) return { text: element, error: `event nests arrays or objects deeper than ${MAX_EVENT_DEPTH} levels` };
     try {
       return { text: element, value: exactJsonValue(whole[i], element) };
     } catch (err) {
