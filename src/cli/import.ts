@@ -51,7 +51,9 @@ export async function importFile(
   const write = async (lines: JsonLine[]) => {
     const values = lines.map((l): ParsedLine => (l.problem !== undefined ? { ok: false, reason: l.problem } : parseLine(l.text)));
     const found = values.map((v): LineTenant | null => (v.ok ? lineTenant(v.value, opts.apiKeyId) : null));
-    await tenants.ensureLoaded(found.flatMap((f) => (f?.ok === true ? [f.id] : [])));
+    await tenants.ensureLoaded([...found.flatMap((f) => (f?.ok === true ? [f.id] : [])), ...(opts.apiKeyId !== undefined ? [opts.apiKeyId] : [])]);
+    // A line that is no event at all (not UTF-8, not JSON, too large…) is still the flag's tenant's, if it names a known one.
+    const flagTenant = opts.apiKeyId !== undefined && tenants.knows(opts.apiKeyId) ? opts.apiKeyId : null;
     const rows: LogEventRow[] = [];
     const rowLines: JsonLine[] = [];
     const letters: NewDeadLetter[] = [];
@@ -65,7 +67,7 @@ export async function importFile(
         rows.push(decoded.row);
         rowLines.push(line);
       }
-      else letters.push(importDeadLetter(line, tenant, reason ?? (decoded?.ok === false ? decoded.reason : 'invalid')));
+      else letters.push(importDeadLetter(line, tenant ?? (v.ok ? null : flagTenant), reason ?? (decoded?.ok === false ? decoded.reason : 'invalid')));
     }
     const outcome = await writeBatch(db, rows, letters, (i, why) => importDeadLetter(rowLines[i] as JsonLine, (rows[i] as LogEventRow).api_key_id, why));
     summary.Imported += outcome.inserted;

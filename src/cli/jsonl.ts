@@ -1,4 +1,5 @@
 import { createReadStream, statSync } from 'node:fs';
+import { MAX_EVENT_BYTES } from '../events/decode.js';
 import { isApiKeyId } from '../events/schema.js';
 
 export interface JsonLine {
@@ -19,6 +20,10 @@ const BOM = [0xef, 0xbb, 0xbf];
  * are cut from the bytes and each decoded as strict UTF-8, as live ingest does: a line that is
  * not UTF-8 comes with a `problem` instead of having its bytes replaced by U+FFFD. A byte order
  * mark at the start of the file is skipped; `\r\n` line ends are taken as `\n`.
+ *
+ * A line longer than an event may be (MAX_EVENT_BYTES) comes with a `problem` and only its first
+ * MAX_EVENT_BYTES (what its dead letter keeps): however long it is, it is never held whole (a
+ * 550 MiB line took minutes, 2.3 GB, then a crash that stored nothing of the file).
  */
 export function openJsonLines(path: string): { size: number; bytesRead: () => number; lines: AsyncIterable<JsonLine> } {
   const size = statSync(path).size;
@@ -26,9 +31,29 @@ export function openJsonLines(path: string): { size: number; bytesRead: () => nu
   let bytes = 0;
   async function* lines(): AsyncGenerator<JsonLine> {
     let lineNo = 0;
-    let rest: Buffer = Buffer.alloc(0);
-    const line = (raw: Buffer): JsonLine | null => {
+    // The current line: its first MAX_EVENT_BYTES in parts, and its whole length.
+    let parts: Buffer[] = [];
+    let kept = 0;
+    let length = 0;
+    // `copy`: a chunk's tail, kept past the chunk (so the chunk's other lines are not kept alive by it).
+    const take = (piece: Buffer, copy = false): void => {
+      length += piece.length;
+      if (kept < MAX_EVENT_BYTES && piece.length > 0) {
+        const part = piece.subarray(0, MAX_EVENT_BYTES - kept);
+        parts.push(copy ? Buffer.from(part) : part);
+        kept += part.length;
+      }
+    };
+    const line = (): JsonLine | null => {
       lineNo++;
+      const raw = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, kept);
+      const whole = length;
+      parts = [];
+      kept = 0;
+      length = 0;
+      if (whole > MAX_EVENT_BYTES) {
+        return { lineNo, text: '', bytes: raw, problem: `event is ${whole} bytes, over the ${MAX_EVENT_BYTES} (1 MiB) an event may take` };
+      }
       let b = raw.length > 0 && raw[raw.length - 1] === 0x0d ? raw.subarray(0, raw.length - 1) : raw;
       if (lineNo === 1 && BOM.every((byte, i) => b[i] === byte)) b = b.subarray(BOM.length);
       try {
@@ -40,17 +65,17 @@ export function openJsonLines(path: string): { size: number; bytesRead: () => nu
     };
     for await (const chunk of stream as AsyncIterable<Buffer>) {
       bytes += chunk.length;
-      const buf = rest.length > 0 ? Buffer.concat([rest, chunk]) : chunk;
       let start = 0;
-      for (let nl = buf.indexOf(0x0a); nl >= 0; nl = buf.indexOf(0x0a, start)) {
-        const l = line(buf.subarray(start, nl));
+      for (let nl = chunk.indexOf(0x0a); nl >= 0; nl = chunk.indexOf(0x0a, start)) {
+        take(chunk.subarray(start, nl));
+        const l = line();
         if (l !== null) yield l;
         start = nl + 1;
       }
-      rest = Buffer.from(buf.subarray(start));
+      take(chunk.subarray(start), true);
     }
-    if (rest.length > 0) {
-      const l = line(rest);
+    if (length > 0) {
+      const l = line();
       if (l !== null) yield l;
     }
   }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type JsonLine, openJsonLines } from '../../../src/cli/jsonl.js';
+import { MAX_EVENT_BYTES } from '../../../src/events/decode.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'mailtally-jsonl-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -36,13 +37,26 @@ describe('openJsonLines', () => {
   });
 
   it('decodes a character whose bytes straddle two reads', async () => {
-    // The file is read 1 MiB at a time: put a two-byte character across that boundary.
-    const head = `{"x":"${'a'.repeat(1024 * 1024 - 7)}`; // 1 MiB − 1 bytes
-    const lines = await read('big.jsonl', Buffer.from(`${head}é"}\n{"y":2}\n`));
+    // The file is read 1 MiB at a time: put a two-byte character across that boundary, in the
+    // second line (the first, with its line end, takes 1 MiB − 7 bytes; `é` is at 6 in the second).
+    const first = `{"x":"${'a'.repeat(1024 * 1024 - 16)}"}`;
+    const lines = await read('big.jsonl', Buffer.from(`${first}\n{"y":"é"}\n{"z":2}\n`));
     expect(lines.map((l) => [l.lineNo, l.problem, l.text.length])).toEqual([
-      [1, undefined, head.length + 3],
-      [2, undefined, 7],
+      [1, undefined, first.length],
+      [2, undefined, 9],
+      [3, undefined, 7],
     ]);
-    expect((lines[0] as JsonLine).text.endsWith('é"}')).toBe(true);
+    expect((lines[1] as JsonLine).text).toBe('{"y":"é"}');
+  });
+
+  it('gives a line longer than an event may be a problem and only its first MiB, never holding it whole', async () => {
+    const long = `{"pad":"${'x'.repeat(5 * 1024 * 1024)}"}`;
+    const lines = await read('long.jsonl', Buffer.from(`{"a":1}\n${long}\n{"b":2}\n`));
+    expect(lines.map((l) => [l.lineNo, l.problem, l.text])).toEqual([
+      [1, undefined, '{"a":1}'],
+      [2, `event is ${long.length} bytes, over the ${MAX_EVENT_BYTES} (1 MiB) an event may take`, ''],
+      [3, undefined, '{"b":2}'],
+    ]);
+    expect(Buffer.from((lines[1] as JsonLine).bytes).equals(Buffer.from(long.slice(0, MAX_EVENT_BYTES)))).toBe(true);
   });
 });
