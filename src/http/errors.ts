@@ -27,6 +27,9 @@ export const apiErrors = {
     new ApiError(429, message, { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) }),
   payloadTooLarge: () => new ApiError(413, 'Request body is too large'),
   unsupportedMediaType: () => new ApiError(415, 'Content-Type is not supported; send application/json'),
+  /** RFC 9110 §15.5.16: a content coding the server does not take is a 415 naming the ones it does. */
+  unsupportedEncoding: (coding: string) =>
+    new ApiError(415, `Content-Encoding ${JSON.stringify(coding)} is not supported; send the body uncompressed`, { 'Accept-Encoding': 'identity' }),
   unavailable: (message = 'The service is temporarily unavailable; retry shortly') => new ApiError(503, message, { 'Retry-After': '1' }),
   internal: () => new ApiError(500, 'Internal server error'),
 } as const;

@@ -62,6 +62,9 @@ export function createServer(http: Config['http'], log: Logger): FastifyInstance
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
+    // Compressed bytes would otherwise be called "not valid UTF-8".
+    const coding = (req.headers['content-encoding'] ?? '').trim();
+    if (coding !== '' && coding.toLowerCase() !== 'identity') return done(apiErrors.unsupportedEncoding(coding), undefined);
     let text: string;
     try {
       // Fatal: bytes that are not UTF-8 are refused, never silently replaced by U+FFFD.

@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerEventCallbackUrlRoutes } from '../../../src/webhooks/routes/eventcallbackurl.js';
 import { type ApiFixture, openApiFixture } from '../../support/api.js';
@@ -92,6 +93,13 @@ describe('refused requests', () => {
       expect(r.status, method).toBe(501);
       expect(r.body).toEqual({ ErrorInfo: '', ErrorMessage: `Method ${method} is not implemented by this server; the API takes GET, HEAD, POST, PUT and DELETE`, StatusCode: 501 });
     }
+  });
+
+  it('refuses a compressed body with 415 naming its coding, not as text that is not UTF-8', async () => {
+    const res = await f.request('POST', '/v3/REST/eventcallbackurl', { body: gzipSync('{"EventType":"open"}'), headers: { 'content-encoding': 'gzip' } });
+    expect(res.status).toBe(415);
+    expect(res.headers['accept-encoding']).toBe('identity');
+    expect(res.body).toEqual({ ErrorInfo: '', ErrorMessage: 'Content-Encoding "gzip" is not supported; send the body uncompressed', StatusCode: 415 });
   });
 
   it('refuses a write by a read-only key with 403 before reading its body', async () => {
