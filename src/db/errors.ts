@@ -22,6 +22,11 @@ export function isLockNotAvailable(err: unknown): boolean {
   return sqlState(err) === '55P03';
 }
 
+/** A table (or other relation) that does not exist: undefined_table. */
+export function isUndefinedTable(err: unknown): boolean {
+  return sqlState(err) === '42P01';
+}
+
 /** A statement the server cancelled at its `statement_timeout` (not one cancelled by a user or at shutdown). */
 export function isStatementTimeout(err: unknown): boolean {
   return sqlState(err) === '57014' && err instanceof Error && /statement timeout/.test(err.message);

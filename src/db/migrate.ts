@@ -12,7 +12,7 @@ import * as callbackUrlNotify from './migrations/0009-callback-url-notify.js';
 import * as batchAttemptPositions from './migrations/0010-batch-attempt-positions.js';
 import * as countedMessages from './migrations/0011-counted-messages.js';
 import type { Logger } from '../logger.js';
-import { isLockNotAvailable } from './errors.js';
+import { isLockNotAvailable, isUndefinedTable } from './errors.js';
 import { LOCK_WAIT_MS } from './lock-timeout.js';
 import type { Database } from './schema.js';
 
@@ -56,6 +56,10 @@ export interface MigrateOptions {
   readonly signal?: AbortSignal;
 }
 
+/** Tries of the migrations' bookkeeping when a table it looked at went meanwhile, and the pause between. */
+const BOOKKEEPING_TRIES = 20;
+const BOOKKEEPING_RETRY_MS = 50;
+
 /**
  * Brings the schema up to date; safe to run from several processes at once. The pending
  * migrations run in one transaction, on one connection whose lock waits last at most
@@ -63,6 +67,7 @@ export interface MigrateOptions {
  * again, until it gets it.
  */
 export async function migrateToLatest(db: Kysely<Database>, options: MigrateOptions = {}): Promise<MigrationResult[]> {
+  let bookkeeping = 0;
   for (let tries = 1; ; tries++) {
     const { error, results = [] } = await db.connection().execute(async (conn) => {
       await sql`SELECT set_config('lock_timeout', ${`${MIGRATION_LOCK_TIMEOUT_MS}ms`}, false)`.execute(conn);
@@ -79,9 +84,16 @@ export async function migrateToLatest(db: Kysely<Database>, options: MigrateOpti
       }
     });
     if (error === undefined) return results;
-    const failed = results.find((r) => r.status === 'Error')?.migrationName ?? 'unknown';
-    if (!isLockNotAvailable(error)) throw new MigrationError(failed, error);
-    options.onLockWait?.(failed, tries);
+    const failed = results.find((r) => r.status === 'Error')?.migrationName;
+    // Before any migration ran, kysely's check for its own tables lists every table of the
+    // schema and looks each up: one dropped meanwhile (a replay's shadow and work tables come and
+    // go) fails it with undefined_table. Nothing was done; it is tried again a moment later.
+    if (failed === undefined && isUndefinedTable(error) && ++bookkeeping < BOOKKEEPING_TRIES) {
+      await sleep(BOOKKEEPING_RETRY_MS, undefined, options.signal !== undefined ? { signal: options.signal } : {});
+      continue;
+    }
+    if (!isLockNotAvailable(error)) throw new MigrationError(failed ?? 'unknown', error);
+    options.onLockWait?.(failed ?? 'unknown', tries);
     await sleep(MIGRATION_RETRY_MS, undefined, options.signal !== undefined ? { signal: options.signal } : {});
   }
 }

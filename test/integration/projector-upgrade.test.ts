@@ -202,3 +202,38 @@ describe('a migration behind a long reader, on postgres', () => {
     }
   }, 60_000);
 });
+
+/**
+ * The migrations' own bookkeeping (kysely's check for its tables) lists every table of the
+ * schema and looks each up: a table dropped meanwhile, as a replay's shadow and work tables come
+ * and go, failed the start of any process with 42P01 before any migration ran.
+ */
+describe('migrations beside tables that come and go, on postgres', () => {
+  let db: Db;
+  let url: string | null;
+  let cleanup: () => Promise<void>;
+  beforeAll(async () => {
+    ({ db, url, cleanup } = await openMigratedDb('postgres'));
+  });
+  afterAll(async () => cleanup());
+
+  it('are not failed by a table dropped while they look', async () => {
+    const churn = new pg.Client({ connectionString: url as string });
+    await churn.connect();
+    let stop = false;
+    const churning = (async () => {
+      for (let i = 0; !stop; i++) {
+        const names = Array.from({ length: 20 }, (_, k) => `churn_${i % 2}_${k}`);
+        await churn.query(names.map((n) => `CREATE TABLE ${n} (id int)`).join(';'));
+        await churn.query(names.map((n) => `DROP TABLE ${n}`).join(';'));
+      }
+    })();
+    try {
+      for (let i = 0; i < 150; i++) expect(await migrateToLatest(db.kysely)).toEqual([]);
+    } finally {
+      stop = true;
+      await churning;
+      await churn.end();
+    }
+  }, 120_000);
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isConnectionLoss, isDataError, isLockNotAvailable, isTransientDbError } from '../../src/db/errors.js';
+import { isConnectionLoss, isDataError, isLockNotAvailable, isTransientDbError, isUndefinedTable } from '../../src/db/errors.js';
 
 const withCode = (message: string, code: string) => Object.assign(new Error(message), { code });
 
@@ -8,6 +8,8 @@ describe('database errors', () => {
     expect(isLockNotAvailable(withCode('canceling statement due to lock timeout', '55P03'))).toBe(true);
     expect(isLockNotAvailable(withCode('deadlock detected', '40P01'))).toBe(false);
     expect(isLockNotAvailable(new Error('Connection terminated unexpectedly'))).toBe(false);
+    expect(isUndefinedTable(withCode('relation "public.statcounters__shadow" does not exist', '42P01'))).toBe(true);
+    expect(isUndefinedTable(withCode('column "x" does not exist', '42703'))).toBe(false);
   });
 
   it("takes the pg driver's code-less messages for a lost connection as connection loss", () => {
