@@ -20,7 +20,7 @@ const NAMED_ONLY = [...DISTINCT_SUMS.map(() => 0), 0, 1];
  */
 export const contactStatistics: Projection = {
   name: 'contact-statistics',
-  version: 4,
+  version: 5,
   groups: ['message'],
   tables: [
     {

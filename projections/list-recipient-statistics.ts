@@ -42,7 +42,7 @@ function partsSql(where: string, by: string): string {
  */
 export const listRecipientStatistics: Projection = {
   name: 'list-recipient-statistics',
-  version: 4,
+  version: 5,
   groups: ['message'],
   tables: [
     {

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import type { LogEvent } from '../../projections/kit/types.js';
 import type { EventType } from '../events/schema.js';
+import { FOLDED_EMAIL_SQL } from './read-groups.js';
 
 /**
  * The rebuild's reader on real Postgres: one `COPY (SELECT …) TO STDOUT` over the whole log,
@@ -10,7 +11,7 @@ import type { EventType } from '../events/schema.js';
  */
 
 const COLUMNS = `position, event_id, type, event_time, api_key_id, coalesce(message_id::text, ''), campaign_id, contact_id, list_id, sender_id,
-  email, recipient_domain, esp, sender, sender_domain, custom_campaign, url, ua_platform, ua_client,
+  ${FOLDED_EMAIL_SQL}, recipient_domain, esp, sender, sender_domain, custom_campaign, url, ua_platform, ua_client,
   CASE WHEN type = 'open' THEN payload->>'agent' END, geo, hard_bounce, blocked, error_related_to, error, state_id,
   CASE WHEN type = 'campaign' THEN payload::text END`;
 

@@ -9,11 +9,21 @@ import type { EventType } from '../events/schema.js';
  * log for rebuilds (a live batch is read by `read-batch.ts`).
  */
 
+/**
+ * A recipient address as every projection sees it: its ASCII letters in lower case, so that
+ * `Kay@X.org` and `kay@x.org` are one contact (as Mailjet's contacts are), the log keeping the
+ * address as sent. `translate`, not `lower()`: the same on every server, whatever its locale
+ * (others' letters are kept as they are), on the live path, the fold's and the SQL replay's alike.
+ */
+export const FOLDED_EMAIL_SQL = "translate(email, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')";
+/** FOLDED_EMAIL_SQL in JavaScript (for folds fed without the projector's SQL: tests, tools). */
+export const foldEmail = (email: string): string => email.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
+
 export const EVENT_COLUMNS_TEXT = `
   position, event_id, type, event_time, api_key_id::text AS api_key_id,
   coalesce(message_id::text, '') AS message_id,
   campaign_id::text AS campaign_id, contact_id::text AS contact_id, list_id::text AS list_id, sender_id::text AS sender_id,
-  coalesce(email, '') AS email, coalesce(recipient_domain, '') AS recipient_domain, coalesce(esp, '') AS esp,
+  coalesce(${FOLDED_EMAIL_SQL}, '') AS email, coalesce(recipient_domain, '') AS recipient_domain, coalesce(esp, '') AS esp,
   coalesce(sender, '') AS sender, coalesce(sender_domain, '') AS sender_domain, coalesce(custom_campaign, '') AS custom_campaign,
   coalesce(url, '') AS url, coalesce(ua_platform, '') AS ua_platform, coalesce(ua_client, '') AS ua_client,
   CASE WHEN type = 'open' THEN coalesce(payload->>'agent', '') ELSE '' END AS agent,

@@ -3,6 +3,8 @@ import { sql } from 'kysely';
 import { ENGAGEMENT_SELECT, FACTS_SELECT } from '../../projections/kit/sql.js';
 import type { Projection, TableSpec } from '../../projections/kit/types.js';
 import { WORK_MEM_PATTERN } from '../config.js';
+import { LOG_COLUMNS } from '../log/columns.js';
+import { FOLDED_EMAIL_SQL } from './read-groups.js';
 import type { Db } from '../db/connect.js';
 import { holdLeases, REPLAY_LEASE_MS } from '../log/leases.js';
 import { keyStatements, runTasks, type Task } from './finish-shadows.js';
@@ -134,10 +136,13 @@ export async function buildShadowsBySql(
   }
 }
 
+/** The log's columns as the SQL sees them: the address folded as every projection sees it (read-groups.ts). */
+const LOG_SELECT = `position, ${LOG_COLUMNS.map(([name]) => (name === 'email' ? `${FOLDED_EMAIL_SQL} AS email` : name)).join(', ')}, recorded_at`;
+
 /** The log as the SQL sees it: the events up to the rebuild's position (of one share of the messages). */
 function logUpTo(head: bigint, share?: { index: number; of: number }): string {
   const part = share === undefined || share.of === 1 ? '' : ` AND (hash_numeric(message_id) & 2147483647) % ${share.of} = ${share.index}`;
-  return `SELECT * FROM events WHERE position <= ${head}${part}`;
+  return `SELECT ${LOG_SELECT} FROM events WHERE position <= ${head}${part}`;
 }
 
 /**

@@ -8,6 +8,7 @@ import { logHead } from '../../src/log/read.js';
 import { Contribution } from '../../src/projector/contribution.js';
 import { replay } from '../../src/projector/replay.js';
 import { Projector, type ProjectorOptions } from '../../src/projector/runner.js';
+import { foldEmail } from '../../src/projector/read-groups.js';
 import { allColumns, ensureProjectionTables } from '../../src/projector/tables.js';
 import type { Logger } from '../../src/logger.js';
 import { quietLogger, waitFor } from './harness.js';
@@ -104,7 +105,7 @@ export function toLogEvent(row: LogEventRow, position: bigint): LogEvent {
     contactId: row.contact_id,
     listId: row.list_id,
     senderId: row.sender_id,
-    email: row.email ?? '',
+    email: foldEmail(row.email ?? ''),
     recipientDomain: row.recipient_domain ?? '',
     esp: row.esp ?? '',
     sender: row.sender ?? '',

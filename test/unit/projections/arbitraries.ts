@@ -16,7 +16,7 @@ export interface TenantEvent {
 }
 
 const TYPES = ['queued', 'sent', 'deferred', 'bounce', 'blocked', 'open', 'click', 'spam', 'unsub'] as const;
-const EMAILS = ['a@gmail.com', 'b@hotmail.fr', 'c@yahoo.com', 'd@example.org', 'e@icloud.com', 'a@gmail.com'];
+const EMAILS = ['a@gmail.com', 'b@hotmail.fr', 'c@yahoo.com', 'd@example.org', 'e@icloud.com', 'A@Gmail.com'];
 const URLS = ['https://shop.example.com/sale?utm_source=x', 'https://shop.example.com/about', 'https://Example.org/p?b=2&a=1'];
 const AGENTS = [UA_MAIL, UA_PROXY, UA_CHROME, 'List-Unsubscribe'];
 const GEOS = ['FR', 'us', 'DE'];

@@ -275,4 +275,24 @@ const unpaired: Scenario = {
   ],
 };
 
-export const TRAP_SCENARIOS: readonly Scenario[] = [messageTimeMoves, lateAndDuplicate, disagreeing('107', false), disagreeing('108', true), unpaired];
+// Tenant 110: one recipient written three ways. Addresses are folded (their ASCII letters in
+// lower case) as the projections read them: one contact, and message 7203, whose `sent` and `open`
+// spell it differently, is not a message of two addresses.
+const kay = (id: string) => message(id, { mj_contact_id: 77 });
+const caseFolded: Scenario = {
+  name: 'contacts: an address that differs only in the case of its letters is one contact',
+  tenant: '110',
+  steps: [
+    {
+      append: [
+        kay('7201')('sent', 'k1', D0 + 100, { email: 'Kay@X.org' }),
+        kay('7202')('sent', 'k2', D0 + 200, { email: 'kay@x.org' }),
+        kay('7203')('sent', 'k3', D0 + 300, { email: 'KAY@x.org' }),
+        kay('7203')('open', 'k4', D0 + 900, { email: 'kay@X.ORG' }),
+      ],
+      then: [{ table: 'contact_stats', rows: [{ email: 'kay@x.org', processed: 3, delivered: 3, opened: 1, messages: 3, named: 3, contact_id: 77, last_activity_at: D0 + 900 }] }],
+    },
+  ],
+};
+
+export const TRAP_SCENARIOS: readonly Scenario[] = [messageTimeMoves, lateAndDuplicate, disagreeing('107', false), disagreeing('108', true), unpaired, caseFolded];
