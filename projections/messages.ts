@@ -31,7 +31,7 @@ function statusSql(rank: string, failure: string): string {
  */
 export const messages: Projection = {
   name: 'messages',
-  version: 4,
+  version: 5,
   groups: ['message'],
   tables: [
     {
