@@ -12,10 +12,11 @@ import type { EventType } from '../events/schema.js';
 /**
  * A recipient address as every projection sees it: its ASCII letters in lower case, so that
  * `Kay@X.org` and `kay@x.org` are one contact (as Mailjet's contacts are), the log keeping the
- * address as sent. `translate`, not `lower()`: the same on every server, whatever its locale
- * (others' letters are kept as they are), on the live path, the fold's and the SQL replay's alike.
+ * address as sent. `lower()` under `COLLATE "C"` folds ASCII letters only, the same on every
+ * server whatever its locale (others' letters are kept as they are), on the live path, the fold's
+ * and the SQL replay's alike.
  */
-export const FOLDED_EMAIL_SQL = "translate(email, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz')";
+export const FOLDED_EMAIL_SQL = 'lower(email COLLATE "C")';
 /** FOLDED_EMAIL_SQL in JavaScript (for folds fed without the projector's SQL: tests, tools). */
 export const foldEmail = (email: string): string => email.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
 
