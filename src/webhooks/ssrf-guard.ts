@@ -89,8 +89,10 @@ export function vetAddresses(host: string, addresses: readonly string[], allow: 
     if (inAllowedRange(address, allow)) continue;
     const range = forbiddenRange(address);
     if (range !== null) {
-      const via = isIP(name) !== 0 ? '' : ` (resolved from ${host})`;
-      throw new SsrfError(`refusing to connect to ${address}${via}: ${range} address (not in WEBHOOK_ALLOWLIST)`);
+      // The tenant reads this in its attempts: a name's address (and its range) is not told, or
+      // any tenant could look up the server's internal names through its callback URLs.
+      const what = isIP(name) !== 0 ? `${address}: ${range} address` : `${host}: it resolves to an address that is not public`;
+      throw new SsrfError(`refusing to connect to ${what} (not in WEBHOOK_ALLOWLIST)`);
     }
   }
 }

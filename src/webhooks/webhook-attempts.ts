@@ -97,7 +97,9 @@ export function parseAttemptFilters(query: Readonly<Record<string, unknown>>): C
         else problems.push(`${key} must be one of ${OUTCOMES.join(', ')}, got ${JSON.stringify(text)}`);
         break;
       case 'webhookid':
-        f.webhookId = text;
+        // A text column cannot hold U+0000: the query would fail (a 500), not find nothing.
+        if (text.includes('\u0000')) problems.push(`${key} must not contain a NUL character`);
+        else f.webhookId = text;
         break;
       case 'fromts':
       case 'tots': {

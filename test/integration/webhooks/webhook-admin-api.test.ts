@@ -76,6 +76,7 @@ describe('GET /v1/webhooks/attempts', () => {
   it('answers 400 for a bad filter and 401 without credentials', async () => {
     expect((await call('GET', '/v1/webhooks/attempts?Outcome=maybe', keys.a)).status).toBe(400);
     expect((await call('GET', '/v1/webhooks/attempts?FromTS=yesterday', keys.a)).status).toBe(400);
+    expect((await call('GET', '/v1/webhooks/attempts?WebhookID=%00', keys.a)).status).toBe(400);
     const empty = await call('GET', '/v1/webhooks/attempts?FromTS=1700000000&ToTS=1700000000', keys.a);
     expect(empty.status).toBe(400);
     expect(empty.body).toMatchObject({ ErrorMessage: expect.stringContaining('ToTS must be later than FromTS'), StatusCode: 400 });
