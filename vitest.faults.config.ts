@@ -1,9 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
 /**
- * `npm run test:faults`: the end-to-end fault test (test/faults/), apart from `npm test`. It owns
- * its Postgres and NATS (started from the machine's binaries), so it needs no global setup.
- * FAULTS_EVENTS sets its size (default 200,000).
+ * The end-to-end fault test (test/faults/): the last part of `npm test` (20,000 events), or alone
+ * with `npm run test:faults`. It owns its Postgres and NATS (started from the machine's
+ * binaries), so it needs no global setup. FAULTS_EVENTS sets its size (default 200,000).
  */
 export default defineConfig({
   test: {
@@ -12,5 +12,7 @@ export default defineConfig({
     hookTimeout: 300_000,
     pool: 'forks',
     maxWorkers: 1,
+    // CI's record of the run (.ci/run), beside the usual report.
+    ...(process.env['FAULTS_RESULTS_JSON'] ? { reporters: ['default', 'json'], outputFile: { json: process.env['FAULTS_RESULTS_JSON'] } } : {}),
   },
 });

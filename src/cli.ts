@@ -18,7 +18,8 @@ Commands:
   keys revoke <APIKeyID|ApiKey>  the key stops authenticating (its data is kept)
   publish <file.jsonl> [--api-key-id N] [--url URL]
                                  send events to NATS, or to HTTP ingest when NATS_URL is unset
-                                 (at --url, by default http(s)://HOST:PORT)
+                                 (at --url, by default http(s)://HOST:PORT, as the tenant of
+                                 MAILTALLY_API_KEY; --api-key-id is for NATS)
   import <file.jsonl> [--api-key-id N] [--batch-size N]
                                  load events straight into the log, in bulk
                                  (--batch-size: events per write, default 5000, at most ${MAX_IMPORT_BATCH})
@@ -73,6 +74,10 @@ async function main(argv: string[]): Promise<number> {
       const publish = await import('./cli/publish.js');
       const url = values.url;
       if (url !== undefined) asUsageError(() => publish.checkPublishUrl(url));
+      // Over HTTP the events are the credentials' tenant's: a flag naming another would be ignored.
+      if (apiKeyId !== undefined && config.nats === null) {
+        throw new UsageError('publish --api-key-id names the tenant on NATS only; without NATS_URL the events go to the tenant of MAILTALLY_API_KEY');
+      }
       return publish.runPublish(config, requireFile(rest[0], 'publish'), { apiKeyId, url });
     }
     case 'import':

@@ -283,6 +283,9 @@ describe('publish', () => {
     expect(noKeys.stderr).toMatch(/MAILTALLY_API_KEY/);
 
     const env = { ...dbEnv, PORT: port, MAILTALLY_API_KEY: key.ApiKey, MAILTALLY_SECRET_KEY: key.SecretKey };
+    // The tenant is the credentials': a flag naming one is refused, not ignored.
+    const flagged = await runCli(['publish', path, '--api-key-id', '7'], { env });
+    expect({ code: flagged.code, stderr: flagged.stderr }).toEqual({ code: 2, stderr: expect.stringMatching(/--api-key-id names the tenant on NATS only/) });
     const r = await runCli(['publish', path], { env });
     expect(r.code, r.stderr).toBe(3);
     expect(lastJson(r.stdout)).toEqual({ Published: 1500, Duplicates: 0, Skipped: [{ Line: 700, Reason: 'email: is required' }] });
