@@ -8,7 +8,7 @@ import { TenantDirectory } from '../../src/ingest/tenants.js';
 import { createApiKey } from '../../src/keys/key-store.js';
 import { readEventsAfter } from '../../src/log/read.js';
 import { BIG_MESSAGE_ID, sampleEvents, withBareMessageId } from '../support/events.js';
-import { type TestEnv, countRows, createTestEnv, quietLogger, waitFor } from '../support/harness.js';
+import { type TestEnv, capturingLogger, countRows, createTestEnv, quietLogger, waitFor } from '../support/harness.js';
 import { NATS_URL } from '../support/services.js';
 import { postgresBehindProxy } from '../support/tcp-proxy.js';
 
@@ -109,6 +109,26 @@ describe('NATS ingest', () => {
     await waitFor('both tenants` events stored', async () => (await stored()) === 2);
     const info = await (await jetstreamManager(nc)).streams.info(options().stream);
     expect(info.config.duplicate_window).toBe(100 * 1e6);
+  });
+
+  it('warns once, naming the command, when the stream it finds keeps a Nats-Msg-Id for longer than 100 ms', async () => {
+    const jsm = await jetstreamManager(nc);
+    const o = options();
+    const stream = `${o.stream}_LONG`;
+    const prefix = `${o.subjectPrefix}-long`;
+    // An operator's stream with NATS's default 2-minute window.
+    await jsm.streams.add({ name: stream, subjects: [`${prefix}.>`] });
+    const captured = capturingLogger('warn');
+    const ingest = new NatsIngest(nc, t.db, new TenantDirectory(t.db.kysely), { ...o, stream, subjectPrefix: prefix, consumer: `${o.consumer}_long` }, captured.log);
+    try {
+      await ingest.start();
+      const warnings = captured.lines().filter((l) => String(l['msg']).includes('Nats-Msg-Id'));
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatchObject({ duplicateWindowMs: 120_000, msg: expect.stringContaining(`nats stream edit ${stream} --dupe-window 100ms`) });
+    } finally {
+      await ingest.stop();
+      await jsm.streams.delete(stream);
+    }
   });
 
   it('dead-letters poison messages with their reason and keeps going', async () => {
