@@ -49,7 +49,8 @@ describe('GET /v3/REST/message', () => {
 
   it('shows the subject, the recipient address and the CustomID only when asked', async () => {
     expect(await list('ShowSubject=true')).toEqual(envelope([{ ...M2, Subject: 'Spring sale' }, { ...M3, Subject: 'Autumn news' }, M4, { ...M5, Subject: 'Autumn news' }, { ...MBIG, Subject: 'Spring sale' }]));
-    expect(await list('ShowContactAlt=1&Limit=2')).toEqual({ Count: 2, Data: [{ ...M2, ContactAlt: 'Bob@Yahoo.com' }, { ...M3, ContactAlt: 'cy@hotmail.com' }], Total: 5 });
+    // The address as the read models keep it: its ASCII letters folded (sent as Bob@Yahoo.com).
+    expect(await list('ShowContactAlt=1&Limit=2')).toEqual({ Count: 2, Data: [{ ...M2, ContactAlt: 'bob@yahoo.com' }, { ...M3, ContactAlt: 'cy@hotmail.com' }], Total: 5 });
     const custom = await list(`ShowCustomID=true&Campaign=7`);
     expect(custom).toEqual(envelope([{ ...M2, CustomID: '' }, { ...MBIG, CustomID: 'order-1' }]));
     expect(Object.keys(custom.Data[0] ?? {}).indexOf('CustomID')).toBe(Object.keys(custom.Data[0] ?? {}).indexOf('ContactID') + 1);
