@@ -67,6 +67,7 @@ const BOOKKEEPING_RETRY_MS = 50;
  * again, until it gets it.
  */
 export async function migrateToLatest(db: Kysely<Database>, options: MigrateOptions = {}): Promise<MigrationResult[]> {
+  const pause = (ms: number) => sleep(ms, undefined, options.signal !== undefined ? { signal: options.signal } : {});
   let bookkeeping = 0;
   for (let tries = 1; ; tries++) {
     const { error, results = [] } = await db.connection().execute(async (conn) => {
@@ -89,12 +90,12 @@ export async function migrateToLatest(db: Kysely<Database>, options: MigrateOpti
     // schema and looks each up: one dropped meanwhile (a replay's shadow and work tables come and
     // go) fails it with undefined_table. Nothing was done; it is tried again a moment later.
     if (failed === undefined && isUndefinedTable(error) && ++bookkeeping < BOOKKEEPING_TRIES) {
-      await sleep(BOOKKEEPING_RETRY_MS, undefined, options.signal !== undefined ? { signal: options.signal } : {});
+      await pause(BOOKKEEPING_RETRY_MS);
       continue;
     }
     if (!isLockNotAvailable(error)) throw new MigrationError(failed ?? 'unknown', error);
     options.onLockWait?.(failed ?? 'unknown', tries);
-    await sleep(MIGRATION_RETRY_MS, undefined, options.signal !== undefined ? { signal: options.signal } : {});
+    await pause(MIGRATION_RETRY_MS);
   }
 }
 

@@ -76,12 +76,11 @@ export async function appendSplitting(
 ): Promise<BatchOutcome> {
   let inserted = 0;
   const refused = new Map<number, string>();
-  // The whole was refused already (writeBatch): its halves first.
+  // The whole was refused already (writeBatch): its halves first (a single row: itself again, for its reason).
   const half = Math.ceil(rows.length / 2);
-  const parts: [from: number, to: number][] = rows.length > 1 ? [[half, rows.length], [0, half]] : [[0, rows.length]];
-  while (parts.length > 0) {
-    const [from, to] = parts.pop() ?? [0, 0];
-    if (to <= from) continue;
+  const parts: [from: number, to: number][] = rows.length > 1 ? [[half, rows.length], [0, half]] : rows.length === 1 ? [[0, 1]] : [];
+  for (let part = parts.pop(); part !== undefined; part = parts.pop()) {
+    const [from, to] = part;
     try {
       inserted += await append(rows.slice(from, to));
     } catch (err) {

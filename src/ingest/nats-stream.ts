@@ -1,4 +1,4 @@
-import { AckPolicy, DeliverPolicy, type JetStreamManager, JetStreamApiError, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { AckPolicy, DeliverPolicy, type JetStreamManager, JetStreamApiError, RetentionPolicy, StorageType, type StreamInfo } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 
 export interface StreamSettings {
@@ -31,6 +31,8 @@ export interface StreamFacts {
   duplicateWindowMs: number;
 }
 
+const factsOf = (info: StreamInfo): StreamFacts => ({ duplicateWindowMs: info.config.duplicate_window / 1e6 });
+
 /**
  * Creates the stream when it is missing. It keeps a week of events (Postgres is the source of
  * truth; the stream is the buffer that lets ingest fall behind, or Postgres be down, without
@@ -39,8 +41,7 @@ export interface StreamFacts {
 export async function ensureStream(jsm: JetStreamManager, s: StreamSettings): Promise<StreamFacts> {
   const subjects = [`${s.subjectPrefix}.>`];
   try {
-    const info = await jsm.streams.info(s.stream);
-    return { duplicateWindowMs: info.config.duplicate_window / 1e6 };
+    return factsOf(await jsm.streams.info(s.stream));
   } catch (err) {
     if (!(err instanceof JetStreamApiError && err.code === STREAM_NOT_FOUND)) throw err;
     try {
@@ -58,8 +59,7 @@ export async function ensureStream(jsm: JetStreamManager, s: StreamSettings): Pr
       // Another process may have created it first; if not, the server's refusal is the reason
       // (subjects another stream already takes, a limit of the account…).
       try {
-        const info = await jsm.streams.info(s.stream);
-        return { duplicateWindowMs: info.config.duplicate_window / 1e6 };
+        return factsOf(await jsm.streams.info(s.stream));
       } catch {
         throw new Error(
           `Could not create the NATS stream ${s.stream} (NATS_STREAM) for subjects ${subjects.join(', ')} (NATS_SUBJECT_PREFIX): ${addErr.message}`,
