@@ -69,6 +69,11 @@ export async function runReplay(config: Config, only: string | undefined): Promi
       return 130;
     }
     const seconds = (Date.now() - started) / 1000;
+    if ((report.behind ?? 0) > config.projector.batchSize) {
+      console.error(
+        `The catch-up stopped gaining on the appends: swapped in at position ${report.position}, ${report.behind} positions behind the head; the live projector applies them (its lag is in GET /status).`,
+      );
+    }
     console.log(
       JSON.stringify({
         projections: report.projections,
@@ -77,6 +82,7 @@ export async function runReplay(config: Config, only: string | undefined): Promi
         groups: report.groups,
         rows: report.rows,
         counterSpills: report.spills,
+        behind: report.behind ?? 0,
         seconds: Number(seconds.toFixed(1)),
         eventsPerSecond: Math.round(report.events / Math.max(seconds, 0.001)),
       }),

@@ -77,6 +77,12 @@ export interface ReplayReport {
   projections: string[];
   /** The position the rebuilt tables reflect when swapped in. */
   position: bigint;
+  /**
+   * Positions appended after `position` by the end of the swap, which the live projector applies
+   * from the swapped-in checkpoint: at most about a catch-up step, unless the catch-up stopped
+   * gaining on the appends ({@link CATCH_UP_PATIENCE}). Not set in 'verify' mode.
+   */
+  behind?: number;
   events: number;
   groups: number;
   rows: number;
@@ -96,7 +102,8 @@ export class ReplayRunning extends Error {
 /**
  * Rebuilds read models from position 0 without disturbing the live tables: every event is read
  * once, grouped by message (and campaign), folded by each projection into
- * `<table>__shadow`, indexed, caught up with whatever was appended meanwhile, then swapped in and
+ * `<table>__shadow`, indexed, caught up with what was appended meanwhile (as long as it gains on
+ * the appends: the live projector applies the rest), then swapped in and
  * its checkpoint set in one transaction, whose locks it waits for a little at a time (swap.ts):
  * reads of the live tables never queue long behind it. A live projector keeps serving the old
  * tables until the swap and then continues from the new checkpoint (its in-flight batch fails
@@ -186,7 +193,7 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
     progress,
   });
   progress({ phase: 'swap', done: 1, total: 1, gauge: 'steps' });
-  return { ...report, position };
+  return { ...report, position, behind: Number((await logHead(db.kysely)) - position) };
 }
 
 /** The fold's rebuild: every event read and folded group by group into the shadow tables. */
@@ -220,16 +227,33 @@ async function foldShadows(
 
 
 /**
- * Applies what was appended since `from` to the shadow tables, until close to the head. Its
- * progress counts positions from `from`: the total is what was appended since, and grows with
- * the head.
+ * Steps of the catch-up in a row that may end no nearer the head than its best so far before it
+ * stops: appends are then coming faster than it applies them (a busy machine, a heavy ingest),
+ * and a catch-up that waited to reach the head might never end. What is left to apply, the live
+ * projector applies after the swap, from the swapped-in checkpoint.
+ */
+export const CATCH_UP_PATIENCE = 3;
+
+/**
+ * Applies what was appended since `from` to the shadow tables, until close to the head or no
+ * longer gaining on it ({@link CATCH_UP_PATIENCE}). Its progress counts positions from `from`: the
+ * total is what was appended since, and grows with the head.
  */
 async function catchUp(db: Db, projections: readonly Projection[], from: bigint, options: ReplayOptions, progress: (p: ReplayProgress) => void): Promise<bigint> {
   let position = from;
+  let nearest: bigint | null = null;
+  let stalled = 0;
   for (;;) {
     await stopPoint(options.signal);
     const head = await logHead(db.kysely);
-    if (head - position <= options.catchUpBatch) return position;
+    const gap = head - position;
+    if (gap <= options.catchUpBatch) return position;
+    if (nearest === null || gap < nearest) {
+      nearest = gap;
+      stalled = 0;
+    } else if (++stalled >= CATCH_UP_PATIENCE) {
+      return position;
+    }
     if (position === from) progress({ phase: 'catch-up', done: 0, total: Number(head - from) });
     const cursors: Cursor[] = projections.map((projection) => ({ projection, position }));
     const batch = await computeBatch(db, cursors, options.catchUpBatch);

@@ -274,6 +274,43 @@ describe.each(DIALECTS)('replay on %s', (dialect) => {
     }
     await caughtUp(db);
   });
+
+  // Appends that outpace the catch-up: 5 messages of 9 events while it rebuilds, then 2 for each
+  // catch-up step of 5 positions. A catch-up that waited to reach the head would not end while
+  // they go on. It stops once it no longer gains, swaps in there, and the live projector applies
+  // the rest, so the tables end as a clean replay's.
+  it('swaps in once its catch-up stops gaining on the appends, the live projector applying the rest', async () => {
+    const CAP = 2000;
+    let appending = true;
+    let messages = 0;
+    let rebuilding = false;
+    let steps = 0;
+    const appender = (async () => {
+      // Until the replay has ended, or long after a catch-up that must have ended (a cap, so a failing run ends).
+      while (appending && messages < CAP) {
+        if (rebuilding && messages < 5 + 2 * steps) await append(db, '4', sampleEvents(String(60_000 + messages++), 1_433_500_000 + messages * 61));
+        else await new Promise((r) => setTimeout(r, 2));
+      }
+    })();
+    let report;
+    try {
+      report = await replay(db, PROJECTIONS, {
+        readBatch: 50,
+        catchUpBatch: 5,
+        onProgress: (p) => {
+          rebuilding = true;
+          if (p.phase === 'catch-up' && p.done > 0) steps++;
+        },
+      });
+    } finally {
+      appending = false;
+      await appender;
+    }
+    expect(messages, 'the replay ended while the appends went on').toBeLessThan(CAP);
+    expect(report.behind).toBeGreaterThan(5);
+    await caughtUp(db);
+    expect(await verifyAgainstReplay(db)).toEqual(NO_DIFFERENCES);
+  });
 });
 
 describe('reading the log in message order (Postgres)', () => {
