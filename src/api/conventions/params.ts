@@ -86,6 +86,19 @@ export const text = (max = 1000) =>
     // Postgres text cannot hold NUL: refuse it here rather than fail in the query.
     .refine((v) => !v.includes('\u0000'), { message: 'must not contain NUL characters' });
 
+/** Whether `zone` is one of UTC's IANA names (`UTC`, `Etc/UTC`, `GMT`, `Zulu`, … in any case). */
+function namesUtc(zone: string): boolean {
+  try {
+    return new Intl.DateTimeFormat('en', { timeZone: zone }).resolvedOptions().timeZone === 'UTC';
+  } catch {
+    return false;
+  }
+}
+
+/** A time zone parameter where times are served in UTC only: UTC by any of its names, or a 400. */
+export const utcOnly = () =>
+  z.string().refine(namesUtc, { message: 'times are served in UTC only: give UTC (or Etc/UTC, GMT) or leave it out' });
+
 /** A comma-separated list (also sent as repeated `Name[]=` parameters). */
 export const list = <T extends z.ZodType<unknown, string>>(item: T, maxItems = 100) =>
   z
@@ -117,6 +130,7 @@ export function parseQuery<S extends z.ZodObject<Shape>>(schema: S, raw: RawQuer
   const input: Record<string, string> = {};
   /** Canonical name → the name the client sent first for it (an alias, another case), for errors. */
   const sentAs: Record<string, string> = {};
+  const times: Record<string, number> = {};
   for (const [sent, value] of Object.entries(raw)) {
     if (value === undefined) continue;
     const bare = bareName(sent);
@@ -126,11 +140,14 @@ export function parseQuery<S extends z.ZodObject<Shape>>(schema: S, raw: RawQuer
     const joined = Array.isArray(value) ? value.join(',') : value;
     input[name] = name in input ? `${input[name] as string},${joined}` : joined;
     sentAs[name] ??= bare;
+    times[name] = (times[name] ?? 0) + (Array.isArray(value) ? value.length : 1);
   }
   const parsed = schema.safeParse(input);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   const param = String(issue?.path[0] ?? 'query');
   const message = issue?.code === 'invalid_type' ? 'must be given once, as text' : (issue?.message ?? 'is invalid');
-  throw apiErrors.badRequest(`Invalid parameter ${sentAs[param] ?? param}: ${message} (got ${JSON.stringify(input[param] ?? '')})`);
+  // A parameter given several times is read as its values joined by commas (a list's way).
+  const repeated = (times[param] ?? 1) > 1 ? `; it was given ${times[param]} times, its values joined by commas` : '';
+  throw apiErrors.badRequest(`Invalid parameter ${sentAs[param] ?? param}: ${message} (got ${JSON.stringify(input[param] ?? '')}${repeated})`);
 }

@@ -33,12 +33,29 @@ describe('refused requests', () => {
       ['/v3/REST/toplinkclicked?messagestatusid=abc', 'MessageStatus'],
       ['/v3/REST/useragentstatistics?MESSAGESTATUS=2', 'MessageStatus'],
       ['/v3/REST/statcounters?CounterSource=APIKey&CounterTiming=Message&CounterResolution=Lifetime&IdentityID=5', 'IdentityID'],
-      ['/v3/REST/listrecipientstatistics?TimeZone=Europe/Paris', 'TimeZone'],
       ['/v3/REST/contactstatistics?Recalculate=true', 'Recalculate'],
       ['/v3/REST/contactstatistics?Recalculate%5B%5D=1', 'Recalculate'],
       ['/v3/REST/contactstatistics/a@b.co?IncludeAnonymized=1', 'IncludeAnonymized'],
     ];
     await expectNamed400(cases, 'not supported on ');
+  });
+
+  // node-mailjet's types offer TimeZone on listrecipientstatistics; every time here is UTC.
+  it('takes TimeZone on listrecipientstatistics when it names UTC, and names another zone (400)', async () => {
+    for (const zone of ['UTC', 'utc', 'Etc/UTC', 'GMT']) expect((await f.get(`/v3/REST/listrecipientstatistics?TimeZone=${encodeURIComponent(zone)}`)).status, zone).toBe(200);
+    await expectNamed400(
+      [
+        ['/v3/REST/listrecipientstatistics?TimeZone=Europe/Paris', 'TimeZone'],
+        ['/v3/REST/listrecipientstatistics?timezone=Nowhere/Else', 'timezone'],
+      ],
+      'times are served in UTC only',
+    );
+  });
+
+  it('says a parameter was given more than once when that makes its value bad', async () => {
+    const r = await f.get('/v3/REST/message?Limit=5&limit=6');
+    expect(r.status).toBe(400);
+    expect(message(r)).toBe('Invalid parameter Limit: must be a whole number (got "5,6"; it was given 2 times, its values joined by commas)');
   });
 
   it('names a bad parameter as the client sent it (an alias, another case)', async () => {
