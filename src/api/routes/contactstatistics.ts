@@ -7,7 +7,7 @@ import { rfc3339 } from '../conventions/time.js';
 import { readList, tenant } from '../list-query.js';
 import { type RequestContext, defineResource } from '../resource.js';
 import { itemId } from './item-id.js';
-import { COUNT_SORTABLE, RECIPIENT_FILTERS, countRecordFields, countsToWire, recipientConditions } from './recipient-counts.js';
+import { COUNT_SORTABLE, RECIPIENT_FILTERS, UNTRACKED_COUNT, countRecordFields, countsToWire, recipientConditions } from './recipient-counts.js';
 import { foldedText } from '../conventions/folded-text.js';
 
 /**
@@ -23,7 +23,8 @@ import { foldedText } from '../conventions/folded-text.js';
  *   and workflows are not in the event log.
  * - Item path: all digits = ContactID (every address carrying it), else an Email (exact, or
  *   without regard to case when nothing matches exactly).
- * - Sort: ID (= ContactID), LastActivityAt and every count, both directions; ties by address.
+ * - Sort: ID (= ContactID), LastActivityAt and every count (the untracked ones, always 0, too), both
+ *   directions; ties by address.
  */
 
 const query = listSchema(RECIPIENT_FILTERS);
@@ -46,7 +47,14 @@ interface Row {
 
 /** The page's order by ContactID: see `idOrder` for why it depends on the filters given. */
 const byId = (filtered: boolean) => idOrder(sql.ref('contact_id'), filtered);
-const sortable = (filtered: boolean) => ({ ID: byId(filtered), LastActivityAt: sql.ref('last_activity_at'), ...COUNT_SORTABLE });
+const sortable = (filtered: boolean) => ({
+  ID: byId(filtered),
+  LastActivityAt: sql.ref('last_activity_at'),
+  ...COUNT_SORTABLE,
+  MarketingContacts: UNTRACKED_COUNT,
+  UserMarketingContacts: UNTRACKED_COUNT,
+  WorkFlowExitedCount: UNTRACKED_COUNT,
+});
 const tieBreak = (filtered: boolean) => [byId(filtered), sql`email`];
 /** A row only named by messages counted under another address is not listed (projections/contact-statistics.ts). */
 const COUNTS_A_MESSAGE = sql`messages > 0`;

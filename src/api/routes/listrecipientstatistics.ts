@@ -8,7 +8,7 @@ import { rfc3339 } from '../conventions/time.js';
 import { conditions, readList, tenant } from '../list-query.js';
 import { defineResource } from '../resource.js';
 import { itemId } from './item-id.js';
-import { COUNT_SORTABLE, RECIPIENT_FILTERS, countRecordFields, countsToWire, recipientConditions } from './recipient-counts.js';
+import { COUNT_SORTABLE, RECIPIENT_FILTERS, UNTRACKED_COUNT, countRecordFields, countsToWire, recipientConditions } from './recipient-counts.js';
 
 /**
  * /listrecipientstatistics — distinct-message counts per (contact list, recipient address) for
@@ -25,7 +25,8 @@ import { COUNT_SORTABLE, RECIPIENT_FILTERS, countRecordFields, countsToWire, rec
  * - PreQueuedCount and WorkFlowExitedCount are always 0 (not tracked).
  * - TimeZone (undocumented, in node-mailjet's types): UTC by any of its names; another zone is a
  *   400, as times here are UTC only.
- * - Sort: ID (= ListRecipientID), ProcessedCount, Email, LastActivityAt and every count.
+ * - Sort: ID (= ListRecipientID), ProcessedCount, Email, LastActivityAt and every count (the
+ *   untracked ones, always 0, too).
  */
 
 const query = listSchema({
@@ -59,7 +60,14 @@ interface Row {
 
 /** The page's order by ListRecipientID: see `idOrder` for why it depends on the filters given. */
 const byId = (filtered: boolean) => idOrder(sql.ref('list_recipient_id'), filtered);
-const sortable = (filtered: boolean) => ({ ID: byId(filtered), Email: sql.ref('email'), LastActivityAt: sql.ref('last_activity_at'), ...COUNT_SORTABLE });
+const sortable = (filtered: boolean) => ({
+  ID: byId(filtered),
+  Email: sql.ref('email'),
+  LastActivityAt: sql.ref('last_activity_at'),
+  ...COUNT_SORTABLE,
+  PreQueuedCount: UNTRACKED_COUNT,
+  WorkFlowExitedCount: UNTRACKED_COUNT,
+});
 const tieBreak = (filtered: boolean) => [byId(filtered), sql`list_id`, sql`email`];
 /** A row only named by messages counted under another list or address is not listed (projections/list-recipient-statistics.ts). */
 const COUNTS_A_MESSAGE = sql`messages > 0`;

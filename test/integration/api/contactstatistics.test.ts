@@ -117,6 +117,10 @@ describe('GET /v3/REST/contactstatistics', () => {
     ['LastActivityAt+DESC', ['cid', 'ann', 'dee', 'bob']],
     ['LastActivityAt', ['bob', 'dee', 'ann', 'cid']],
     ['BouncedCount desc, DeliveredCount DESC', ['bob', 'ann', 'dee', 'cid']],
+    // Counts not tracked (always 0): every row ties, the next term or the tie-break orders them.
+    ['WorkFlowExitedCount', ['dee', 'bob', 'cid', 'ann']],
+    ['MarketingContacts DESC, ProcessedCount DESC', ['bob', 'cid', 'ann', 'dee']],
+    ['UserMarketingContacts', ['dee', 'bob', 'cid', 'ann']],
   ])('sorts by %s', async (sort, expected) => {
     expect(await who(`Sort=${encodeURIComponent(sort)}`)).toEqual(expected);
   });

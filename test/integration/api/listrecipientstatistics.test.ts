@@ -121,7 +121,7 @@ describe('GET /v3/REST/listrecipientstatistics', () => {
     expect(await who(qs)).toEqual(byId(expected));
   });
 
-  it('sorts by ID, ProcessedCount, Email and LastActivityAt, both directions', async () => {
+  it('sorts by ID, ProcessedCount, Email, LastActivityAt and the counts, both directions', async () => {
     const ids = byId(['ann3', 'bob3', 'annBig', 'cid4']);
     expect(await who('Sort=ID')).toEqual(ids);
     expect(await who('Sort=ID%20DESC')).toEqual([...ids].reverse());
@@ -131,6 +131,9 @@ describe('GET /v3/REST/listrecipientstatistics', () => {
     expect(await who('Sort=email%20desc')).toEqual(['cid4', 'bob3', ...byId(['ann3', 'annBig'])]);
     expect(await who('Sort=LastActivityAt DESC')).toEqual(['ann3', 'cid4', 'annBig', 'bob3']);
     expect(await who('Sort=UnsubscribedCount DESC, Email DESC')).toEqual(['cid4', 'ann3', 'bob3', 'annBig']);
+    // Counts not tracked (always 0): every row ties, the next term or the tie-break orders them.
+    expect(await who('Sort=PreQueuedCount')).toEqual(ids);
+    expect(await who('Sort=WorkFlowExitedCount DESC, Email DESC')).toEqual(['cid4', 'bob3', ...byId(['ann3', 'annBig'])]);
   });
 
   it('pages with Limit/Offset and counts with countOnly', async () => {
