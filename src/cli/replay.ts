@@ -111,7 +111,8 @@ export function selectProjections(only: string | undefined): Projection[] {
 /**
  * One bar per phase on a terminal; a line every few seconds otherwise. A phase that gives way to
  * the next has ended: its bar is drawn full, its count printed in full, but for a wait (its
- * total is a limit), which shows what it waits for instead. A phase whose `done` grows steadily
+ * total is a limit), which shows what it waits for instead, and a catch-up (it ends near the
+ * head, or where it stopped gaining on the appends), which shows its last count. A phase whose `done` grows steadily
  * shows its rate and ETA; one counted in statements of unequal lengths (`gauge` 'steps') its
  * count and the time spent; one that cannot count until it ends ('none') its size and the time
  * spent.
@@ -147,10 +148,12 @@ export function phaseBars(tty = process.stderr.isTTY): { update(p: ReplayProgres
       if (stopped) return;
       const previous = current;
       if (p.phase !== previous?.phase) {
-        // A wait does not end on its full count: its total is a limit.
+        // A wait does not end on its full count (its total is a limit), nor a catch-up (it ends
+        // near the head, or where it stopped gaining on the appends): its last count stands.
         if (previous !== null && previous.phase !== 'wait') {
-          if (bar !== null) bar.update(bar.getTotal());
-          else if (printedDone !== previous.total) line(previous, previous.total);
+          const last = previous.phase === 'catch-up' ? previous.done : previous.total;
+          if (bar !== null) bar.update(last);
+          else if (printedDone !== last) line(previous, last);
         }
         stop();
         phaseStarted = Date.now();

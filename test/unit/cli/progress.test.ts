@@ -28,7 +28,7 @@ describe('progress output', () => {
     expect(formatEta(3, options, 5)).toBe('03s');
   });
 
-  it('replay without a terminal: each phase ends on its full count, and every phase names its unit', () => {
+  it('replay without a terminal: each phase ends on its full count but the catch-up, on its last, and every phase names its unit', () => {
     const written = capturedStderr();
     const bars = phaseBars(false);
     bars.update({ phase: 'read', done: 0, total: 204_012, gauge: 'none' });
@@ -47,7 +47,8 @@ describe('progress output', () => {
       'replay: building tables (63 tables and indexes)',
       expect.stringMatching(/^replay: building tables 63\/63 \(\d+ s\)$/),
       'replay: catching up (16000 positions)',
-      expect.stringMatching(/^replay: catching up 16000\/16000 \(\d+\/s\)$/),
+      // It ends near the head, or where it stopped gaining on the appends: not on the total.
+      expect.stringMatching(/^replay: catching up 10000\/16000 \(\d+\/s\)$/),
       'replay: swapping in (1 step)',
       '',
     ]);
