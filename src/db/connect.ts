@@ -1,8 +1,9 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { type Config, withoutPassword } from '../config.js';
-import { DataDirInUseError, acquireDataDirLock } from './data-dir-lock.js';
+import { DATA_DIR_PID_FILE, DataDirInUseError, acquireDataDirLock } from './data-dir-lock.js';
 import { PgListener } from './pg-listener.js';
 import type { Database } from './schema.js';
 
@@ -89,6 +90,8 @@ export async function connectDb(config: Config['database'], opts: { application?
       // Write-ahead log kept to about a quarter of PGlite's 1 GB default (it was a gigabyte of a
       // 2 GB data directory); the service checkpoints it every 10 minutes (embedded-maintenance.ts).
       postgresqlconf: ['max_wal_size = 256MB', 'min_wal_size = 64MB'],
+    }).catch((err: unknown) => {
+      throw cannotOpen(config.dataDir, err);
     });
     const kysely = new Kysely<Database>({ dialect: pgliteDialect(client) });
     return {
@@ -219,13 +222,50 @@ function statementTimeout(ms: number): (client: pg.ClientBase) => Promise<void> 
 
 /** Creates and locks the embedded database's directory; a path that cannot be one is reported as DATA_DIR's. */
 function openDataDir(dataDir: string): () => void {
+  let unlock: () => void;
   try {
     mkdirSync(dataDir, { recursive: true });
-    return acquireDataDirLock(dataDir);
+    unlock = acquireDataDirLock(dataDir);
   } catch (err) {
     if (err instanceof DataDirInUseError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
     const why = code === 'EEXIST' || code === 'ENOTDIR' ? 'not a directory' : err instanceof Error ? err.message : String(err);
     throw new Error(`DATA_DIR: cannot use ${dataDir}: ${why}`, { cause: err });
   }
+  // Held by the lock: a first start creating the database here is not seen half-done.
+  try {
+    refuseForeignDataDir(dataDir);
+  } catch (err) {
+    unlock();
+    throw err;
+  }
+  return unlock;
+}
+
+/**
+ * A directory with files but no `PG_VERSION` is not an embedded database: one of another program
+ * (DATA_DIR pointed at the wrong place), or one damaged. PGlite would create a database over it,
+ * mingling its files and, for a damaged one, starting afresh as if its data had never been.
+ * Only an empty (or new) directory gets a new database. Dot files (`.gitkeep`) and the lock's
+ * own pid file do not count.
+ */
+function refuseForeignDataDir(dataDir: string): void {
+  if (existsSync(join(dataDir, 'PG_VERSION'))) return;
+  const files = readdirSync(dataDir).filter((name) => name !== DATA_DIR_PID_FILE && !name.startsWith('.'));
+  if (files.length === 0) return;
+  const shown = files.slice(0, 3).join(', ') + (files.length > 3 ? ', …' : '');
+  throw new Error(
+    `DATA_DIR: ${dataDir} holds files (${shown}) but no embedded database (it has no PG_VERSION): refusing to create one among them. ` +
+      'Point DATA_DIR at a new or empty directory; if it held mailtally\'s database, that database is damaged: restore the directory from a backup.',
+  );
+}
+
+/** PGlite's failure to open `dataDir`, naming DATA_DIR: its own message says neither which directory nor what to do. */
+function cannotOpen(dataDir: string, err: unknown): Error {
+  const why = err instanceof Error ? err.message : String(err);
+  return new Error(
+    `DATA_DIR: the embedded database in ${dataDir} could not be opened (${why}). Is it damaged, or another program's (a Postgres server's data directory cannot be opened embedded)? ` +
+      'A new or empty DATA_DIR starts a new database.',
+    { cause: err },
+  );
 }

@@ -5,6 +5,9 @@ import { join } from 'node:path';
  * PGlite is an embedded database: two processes opening the same directory would corrupt it.
  * A pid file guards the directory and names the holder in the error.
  */
+/** The lock's pid file, in the data directory beside the database's own files. */
+export const DATA_DIR_PID_FILE = 'mailtally.pid';
+
 export class DataDirInUseError extends Error {
   constructor(dataDir: string, pid: number) {
     super(
@@ -25,7 +28,7 @@ function isAlive(pid: number): boolean {
 }
 
 export function acquireDataDirLock(dataDir: string): () => void {
-  const path = join(dataDir, 'mailtally.pid');
+  const path = join(dataDir, DATA_DIR_PID_FILE);
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = openSync(path, 'wx');

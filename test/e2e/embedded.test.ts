@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -113,6 +113,48 @@ describe('embedded mode: one-off commands', () => {
         const r = await runCli(args, { env: { DATA_DIR: dataDir, PORT: '0' } });
         expect({ args, dataDir, code: r.code, stderr: r.stderr.trim() }).toEqual({ args, dataDir, code: 1, stderr: `mailtally: DATA_DIR: cannot use ${dataDir}: not a directory` });
       }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  // PGlite would create a database among another program's files, and over a damaged one of its
+  // own as if it were new: the data would be gone without a word.
+  it('a DATA_DIR holding files but no database, or a damaged one, exits 1 naming it and leaves its files as they were', { timeout: 180_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mailtally-embedded-foreign-'));
+    try {
+      const foreign = join(dir, 'foreign');
+      mkdirSync(foreign);
+      writeFileSync(join(foreign, 'notes.txt'), 'not a database');
+      writeFileSync(join(foreign, '.gitkeep'), '');
+      const before = readdirSync(foreign).sort();
+      let r = await runCli(['migrate'], { env: { DATA_DIR: foreign } });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(new RegExp(`^mailtally: DATA_DIR: ${foreign} holds files \\(.+\\) but no embedded database \\(it has no PG_VERSION\\): refusing to create one among them`));
+      expect(readdirSync(foreign).sort()).toEqual(before);
+
+      // A directory with only dot files is a new one.
+      const fresh = join(dir, 'fresh');
+      mkdirSync(fresh);
+      writeFileSync(join(fresh, '.gitkeep'), '');
+      expect((await runCli(['keys', 'create'], { env: { DATA_DIR: fresh } })).code).toBe(0);
+
+      // That database, its PG_VERSION lost: refused, its files kept (the key is still there once it is back).
+      const damaged = join(dir, 'damaged');
+      cpSync(fresh, damaged, { recursive: true });
+      rmSync(join(damaged, 'PG_VERSION'));
+      r = await runCli(['keys', 'list'], { env: { DATA_DIR: damaged } });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/DATA_DIR: .* holds files .* but no embedded database/);
+      expect(existsSync(join(damaged, 'base'))).toBe(true);
+
+      // Its control file overwritten: PGlite cannot open it, and the error names DATA_DIR.
+      const broken = join(dir, 'broken');
+      cpSync(fresh, broken, { recursive: true });
+      writeFileSync(join(broken, 'global', 'pg_control'), Buffer.alloc(8192, 7));
+      r = await runCli(['keys', 'list'], { env: { DATA_DIR: broken } });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(new RegExp(`^mailtally: DATA_DIR: the embedded database in ${broken} could not be opened \\(.+\\)\\. Is it damaged`));
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
