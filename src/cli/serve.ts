@@ -3,11 +3,17 @@ import { createLogger } from '../logger.js';
 import { AVAILABLE_ROLES, parseRoles, startService } from '../main.js';
 import { runsWithServiceFlags, SERVICE_NODE_FLAGS } from '../node-flags.js';
 
+/** A signal this soon after the first is the same stop delivered twice. */
+const REPEATED_SIGNAL_MS = 1000;
+
 /**
  * `mailtally serve`: runs until SIGTERM/SIGINT, then drains in-flight work and exits. The
  * signals are heard from the first moment: one during the start (a wait for the schema lock, the
  * migrations) stops what has started and exits — as PID 1 in a container, a signal nobody
- * handles is ignored, and `docker stop` would wait for its SIGKILL.
+ * handles is ignored, and `docker stop` would wait for its SIGKILL. A second signal, a second or
+ * more after the first, exits at once without finishing the drain; one sooner is the first
+ * delivered twice (npm passes a terminal's Ctrl-C on to a process that has it already, a
+ * supervisor signals the whole process group) and changes nothing.
  */
 export async function runServe(config: Config, rolesFlag: string | undefined): Promise<number> {
   const roles = rolesFlag !== undefined ? parseRoles(rolesFlag) : [...AVAILABLE_ROLES];
@@ -15,12 +21,20 @@ export async function runServe(config: Config, rolesFlag: string | undefined): P
   const stopping = new AbortController();
   let started = false;
   const stopAsked = new Promise<void>((resolve) => {
+    let askedAt: number | null = null;
     const onSignal = (signal: NodeJS.Signals) => {
-      log.info({ signal }, started ? 'shutting down: draining in-flight work' : 'shutting down during start: stopping what has started');
-      process.off('SIGTERM', onSignal);
-      process.off('SIGINT', onSignal);
-      stopping.abort(new Error(`${signal} during start`));
-      resolve();
+      if (askedAt === null) {
+        askedAt = Date.now();
+        log.info({ signal }, started ? 'shutting down: draining in-flight work' : 'shutting down during start: stopping what has started');
+        stopping.abort(new Error(`${signal} during start`));
+        resolve();
+      } else if (Date.now() - askedAt >= REPEATED_SIGNAL_MS) {
+        // Nothing is lost: appends to the log are durable, read-model batches atomic, and the
+        // NATS messages not yet acked are redelivered.
+        log.warn({ signal }, 'second signal: exiting now, without finishing the drain');
+        log.flush();
+        process.exit(signal === 'SIGINT' ? 130 : 143);
+      }
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);

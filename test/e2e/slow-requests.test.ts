@@ -6,7 +6,8 @@ import { spawnCli, stopAll } from '../support/processes.js';
 /**
  * Clients that send a request's body slowly (or not at all) against a real `serve` process:
  * they are answered 408 once HTTP_REQUEST_TIMEOUT_MS has passed, and a shutdown closes their
- * connections after HTTP_SHUTDOWN_GRACE_MS instead of waiting for them.
+ * connections after HTTP_SHUTDOWN_GRACE_MS instead of waiting for them. The drain they hold up
+ * shows what a repeated signal does: the same stop within a second, an exit at once after.
  */
 
 let t: TestEnv;
@@ -70,7 +71,7 @@ async function waitUntil<T>(what: string, probe: () => T | null, timeoutMs: numb
   }
 }
 
-describe('slow request bodies', () => {
+describe('slow request bodies, and signals during the drain they hold', () => {
   it('are answered 408 in the error envelope once the request timeout has passed, and their connection closed', async () => {
     const p = spawnCli(['serve', '--roles', 'api,ingest'], { env: { ...env, HTTP_REQUEST_TIMEOUT_MS: '2000' } });
     const url = await p.serverUrl();
@@ -102,6 +103,41 @@ describe('slow request bodies', () => {
       expect(p.jsonLines().some((l) => l['msg'] === 'shutting down: closing the HTTP connections of requests still in flight')).toBe(true);
     } finally {
       for (const u of uploads) u.stop();
+    }
+  }, 90_000);
+
+  // npm passes a terminal's Ctrl-C on to a process that has it already; a supervisor signals the
+  // whole process group: the same stop, twice, moments apart.
+  it('take a signal repeated within a second as the same stop: the drain still ends', async () => {
+    const p = spawnCli(['serve', '--roles', 'api,ingest'], { env: { ...env, HTTP_SHUTDOWN_GRACE_MS: '1000' } });
+    const url = await p.serverUrl();
+    const upload = await slowUpload(url, basic());
+    try {
+      p.signal('SIGTERM');
+      await new Promise((r) => setTimeout(r, 50));
+      p.signal('SIGTERM');
+      await new Promise((r) => setTimeout(r, 250));
+      p.signal('SIGINT');
+      expect(await p.waitForExit(40_000)).toEqual({ code: 0, signal: null });
+      expect(p.jsonLines().map((l) => l['msg'])).toContain('stopped');
+    } finally {
+      upload.stop();
+    }
+  }, 90_000);
+
+  it('a second signal a second or more after the first exits at once, without the drain', async () => {
+    const p = spawnCli(['serve', '--roles', 'api,ingest'], { env: { ...env, HTTP_SHUTDOWN_GRACE_MS: '60000' } });
+    const url = await p.serverUrl();
+    const upload = await slowUpload(url, basic());
+    try {
+      p.signal('SIGTERM');
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(p.exit, 'the slow upload holds the drain').toBeNull();
+      p.signal('SIGTERM');
+      expect(await p.waitForExit(10_000)).toEqual({ code: 143, signal: null });
+      expect(p.jsonLines().map((l) => l['msg'])).toContain('second signal: exiting now, without finishing the drain');
+    } finally {
+      upload.stop();
     }
   }, 90_000);
 });
