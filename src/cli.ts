@@ -1,6 +1,8 @@
+import { accessSync, constants, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.js';
 import { isApiKeyId } from './events/schema.js';
+import { UsageError } from './cli/usage-error.js';
 
 /** The `mailtally` command. */
 
@@ -80,11 +82,14 @@ async function main(argv: string[]): Promise<number> {
       }
       return publish.runPublish(config, requireFile(rest[0], 'publish'), { apiKeyId, url });
     }
-    case 'import':
-      return (await import('./cli/import.js')).runImport(config, requireFile(rest[0], 'import'), {
+    case 'import': {
+      // The flags first, then the file: each refused before any database work.
+      const opts = {
         apiKeyId: apiKeyIdFlag(values['api-key-id']),
         batchSize: values['batch-size'] !== undefined ? positiveInt(values['batch-size'], '--batch-size', MAX_IMPORT_BATCH) : 5000,
-      });
+      };
+      return (await import('./cli/import.js')).runImport(config, requireFile(rest[0], 'import'), opts);
+    }
     case 'replay': {
       const replay = await import('./cli/replay.js');
       asUsageError(() => replay.selectProjections(values.projection));
@@ -97,10 +102,20 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-export class UsageError extends Error {}
+export { UsageError };
 
 function requireFile(file: string | undefined, command: string): string {
   if (file === undefined) throw new UsageError(`${command}: give the path of a .jsonl file (one event per line)`);
+  // Before any database work (an embedded one takes seconds to open, a first one to create).
+  try {
+    if (statSync(file).isDirectory()) throw new UsageError(`${command}: ${file} is a directory; give the path of a .jsonl file (one event per line)`);
+    accessSync(file, constants.R_OK);
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EACCES' ? 'permission denied' : err instanceof Error ? err.message : String(err);
+    throw new UsageError(`${command}: cannot read ${file}: ${why}`);
+  }
   return file;
 }
 

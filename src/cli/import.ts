@@ -11,6 +11,7 @@ import { type JsonLine, type LineTenant, lineTenant, openJsonLines } from './jso
 import { isApiKeyId } from '../events/schema.js';
 import { CtrlC } from './interrupt.js';
 import { startProgress } from './progress.js';
+import { UsageError } from './usage-error.js';
 
 export interface ImportSummary {
   Imported: number;
@@ -28,6 +29,12 @@ export async function runImport(config: Config, path: string, opts: { apiKeyId: 
   const ctrlC = new CtrlC('import');
   try {
     await migrateToLatest(db.kysely);
+    // Every line without an APIKeyID of its own would be dead-lettered as of an unknown tenant.
+    if (opts.apiKeyId !== undefined) {
+      const tenants = new TenantDirectory(db.kysely);
+      await tenants.ensureLoaded([opts.apiKeyId]);
+      if (!tenants.knows(opts.apiKeyId)) throw new UsageError(`--api-key-id ${opts.apiKeyId}: no API key has this APIKeyID (\`keys list\` shows them, \`keys create\` makes one)`);
+    }
     const summary = await importFile(db, path, { ...opts, pipeline: db.kind === 'postgres' ? 2 : 1, ctrlC });
     console.log(JSON.stringify(summary));
     return ctrlC.finish() ?? (summary.Rejected > 0 ? 3 : 0);

@@ -292,9 +292,7 @@ describe('publish', () => {
     expect(await countFor(key.APIKeyID)).toBe(1500);
   });
 
-  it('with NATS_URL: a file that is not there, or a stream the server will not create, exits 1 with the reason (not a hang)', { timeout: 60_000 }, async () => {
-    const missing = await runCli(['publish', join(dir, 'no-such-file.jsonl'), '--api-key-id', '1'], { env: t.env, timeoutMs: 20_000 });
-    expect({ code: missing.code, stderr: missing.stderr.trim() }).toEqual({ code: 1, stderr: expect.stringMatching(/^mailtally: .*no-such-file\.jsonl/) });
+  it('with NATS_URL: a stream the server will not create exits 1 with the reason (not a hang)', { timeout: 60_000 }, async () => {
 
     // Another stream already takes the subjects: the server refuses the new one, and says why.
     const stream = t.env['NATS_STREAM'] as string;
@@ -416,6 +414,30 @@ describe('errors and migrate', () => {
       const r = await runCli([command, join(dir, 'none.jsonl'), '--api-key-id=-1'], { env });
       expect({ command, code: r.code, stderr: r.stderr }).toMatchObject({ command, code: 2, stderr: expect.stringMatching(/--api-key-id must be a positive 64-bit integer \(got "-1"\)/) });
     }
+  });
+
+  it('a file that is not there, or a directory, exits 2 with the usage, before any work', async () => {
+    // No database at this address: a command that started its work would fail there (exit 1) instead.
+    const env = { ...dbEnv, DATABASE_URL: 'postgres://postgres@127.0.0.1:1/none' };
+    for (const command of ['import', 'publish']) {
+      const missing = await runCli([command, join(dir, 'no-such-file.jsonl')], { env });
+      expect({ command, code: missing.code }, missing.stderr).toEqual({ command, code: 2 });
+      expect(missing.stderr).toMatch(new RegExp(`^${command}: cannot read .*no-such-file\\.jsonl: no such file\n\nUsage: mailtally`));
+      const directory = await runCli([command, dir], { env });
+      expect({ command, code: directory.code }, directory.stderr).toEqual({ command, code: 2 });
+      expect(directory.stderr).toMatch(new RegExp(`^${command}: .* is a directory; give the path of a \\.jsonl file`));
+    }
+  });
+
+  it('import --api-key-id naming no key exits 2 before reading the file, dead-lettering nothing', async () => {
+    const path = join(dir, 'for-no-key.jsonl');
+    writeFileSync(path, `${line(event(1))}\n`);
+    const letters = async () => Number((await t.db.kysely.selectFrom('dead_letters').select((e) => e.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const before = await letters();
+    const r = await runCli(['import', path, '--api-key-id', '987654321'], { env: dbEnv });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/^--api-key-id 987654321: no API key has this APIKeyID \(`keys list` shows them, `keys create` makes one\)/);
+    expect(await letters()).toBe(before);
   });
 
   it('import --batch-size has a maximum, said before any work', async () => {
