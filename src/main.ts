@@ -6,7 +6,7 @@ import { logLockWait, migrateToLatest } from './db/migrate.js';
 import { withSchemaLock } from './db/schema-lock.js';
 import type { RunningIngest } from './ingest/run-nats-ingest.js';
 import { AuthFailureLimiter, RateLimiter } from './api/conventions/rate-limit.js';
-import { type MetricSource, type PoolCounts, registerMetrics } from './http/metrics.js';
+import { type MetricGauge, type MetricSource, type PoolCounts, registerMetrics } from './http/metrics.js';
 import { assertCanListen, closeServer, createServer, listenError } from './http/server.js';
 import { registerStatusRoute } from './http/status-route.js';
 import { KEYS_CHANNEL, KeyVerifier, countApiKeys, createApiKey, printableKey } from './keys/key-store.js';
@@ -166,7 +166,11 @@ export async function startService(config: Config, roles: readonly Role[], log: 
         read: () => ({ events: running.stats.events, batches: running.stats.batches, errors: running.stats.errors, cacheHits: running.stats.cacheHits, cacheMisses: running.stats.cacheMisses }),
       });
     }
-    registerMetrics(http, { db: db.kysely, sources, pools });
+    const gauges: MetricGauge[] = [];
+    if (ingest !== null) {
+      gauges.push({ name: 'mailtally_ingest_consuming', help: '1 while the NATS consumer is read; 0 while NATS cannot be reached or the consumer is being recreated (as ingest.consuming in /status)', read: () => (ingest.consuming ? 1 : 0) });
+    }
+    registerMetrics(http, { db: db.kysely, sources, gauges, pools });
     registerStatusRoute(http, {
       db: db.kysely,
       roles,

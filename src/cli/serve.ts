@@ -64,5 +64,12 @@ export async function runServe(config: Config, rolesFlag: string | undefined): P
     process.exit(1);
   }
   log.info('stopped');
+  // Whatever might still hold the process (a connection left retrying somewhere) must not keep a
+  // stopped service alive for its supervisor to wait on.
+  setTimeout(() => {
+    log.warn('stopped, but something still held the process 5 s later: exiting');
+    log.flush();
+    process.exit(0);
+  }, 5000).unref();
   return 0;
 }

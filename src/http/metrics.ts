@@ -23,6 +23,13 @@ export interface MetricSource {
 }
 
 /** What a connection pool tells of itself (pg.Pool's counts). */
+/** A gauge read at each scrape (no labels). */
+export interface MetricGauge {
+  readonly name: string;
+  readonly help: string;
+  read(): number;
+}
+
 export interface PoolCounts {
   readonly totalCount: number;
   readonly idleCount: number;
@@ -32,6 +39,7 @@ export interface PoolCounts {
 export interface MetricsDeps {
   readonly db: Kysely<Database>;
   readonly sources?: readonly MetricSource[];
+  readonly gauges?: readonly MetricGauge[];
   /** The process's Postgres pools by name (`main`, and `requests` with the api role). */
   readonly pools?: Readonly<Record<string, PoolCounts>>;
 }
@@ -72,6 +80,17 @@ export function registerMetrics(app: FastifyInstance, deps: MetricsDeps): Regist
           this.set({ pool, state: 'idle' }, p.idleCount);
           this.set({ pool, state: 'waiting' }, p.waitingCount);
         }
+      },
+    });
+  }
+
+  for (const gauge of deps.gauges ?? []) {
+    new Gauge({
+      name: gauge.name,
+      help: gauge.help,
+      registers: [registry],
+      collect() {
+        this.set(gauge.read());
       },
     });
   }

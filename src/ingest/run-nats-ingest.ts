@@ -44,16 +44,33 @@ export async function runNatsIngest(config: Config, db: Db, log: Logger, name: s
     await nc.close();
     throw err;
   }
+  // While the connection is down (the client reconnects every second, for ever), nothing is
+  // consumed: said once in the log, and in `consuming` (/status, /metrics).
+  let connected = true;
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === 'disconnect' && connected) {
+        connected = false;
+        log.warn({ server: s.server }, 'NATS connection lost: ingest paused, reconnecting every second (events published meanwhile wait in the stream)');
+      } else if (s.type === 'reconnect' && !connected) {
+        connected = true;
+        log.info({ server: s.server }, 'NATS connection back: ingest resumes');
+      }
+    }
+  })();
   return {
     get stats() {
       return ingest.stats;
     },
     get consuming() {
-      return ingest.consuming;
+      return connected && ingest.consuming;
     },
     stop: async () => {
       await ingest.stop();
-      await nc.drain();
+      // A drain needs the server: while the connection is down it fails at once, and the
+      // connection, left reconnecting, would hold the process for ever. Closed instead: what was
+      // not acked is redelivered.
+      await nc.drain().catch(() => nc.close());
     },
   };
 }
