@@ -9,7 +9,7 @@ import type { Config } from '../config.js';
 import { isConnectionLoss, isStatementTimeout, isTransientDbError } from '../db/errors.js';
 import { parseExactJson } from '../events/exact-json.js';
 import { nestedDeeperThan } from '../events/json-text.js';
-import type { Logger } from '../logger.js';
+import { type Logger, LogThrottle } from '../logger.js';
 import { ApiError, apiErrors, envelope } from './errors.js';
 
 declare module 'fastify' {
@@ -31,6 +31,7 @@ export const MAX_JSON_DEPTH = 64;
  * ours, fastify's, or an unexpected one — answered in Mailjet's envelope without internals.
  */
 export function createServer(http: Config['http'], log: Logger): FastifyInstance {
+  const answerError = errorHandler();
   assertTransportAllowed(http);
   const options: FastifyHttpOptions<NodeHttpServer> = {
     loggerInstance: log,
@@ -48,7 +49,7 @@ export function createServer(http: Config['http'], log: Logger): FastifyInstance
     http: requestTimeoutOptions(http.requestTimeoutMs),
     // Errors fastify answers before any route (a path that is not valid percent-encoding…) and
     // requests Node cannot parse leave in the envelope too; neither logs the request's bytes.
-    frameworkErrors: (err, req, reply) => onError(err, req, reply),
+    frameworkErrors: (err, req, reply) => answerError(err, req, reply),
     clientErrorHandler: (err, socket) => answerClientError(err, socket, log),
   };
   // An HTTPS fastify differs from the plain one only in its server type; routes are the same.
@@ -95,7 +96,7 @@ export function createServer(http: Config['http'], log: Logger): FastifyInstance
     void reply.code(404).send(envelope(404, `Unknown resource: ${req.method} ${req.url.split('?')[0]}`));
   });
 
-  app.setErrorHandler(onError);
+  app.setErrorHandler(answerError);
   return app;
 }
 
@@ -140,13 +141,27 @@ export async function closeServer(app: FastifyInstance, graceMs: number): Promis
   }
 }
 
-function onError(err: unknown, req: FastifyRequest, reply: FastifyReply): void {
-  const e = toApiError(err);
-  if (e.statusCode >= 500) req.log.error({ err, url: req.url }, 'request failed');
-  void reply
-    .code(e.statusCode)
-    .headers(e.headers)
-    .send(envelope(e.statusCode, e.message));
+/**
+ * The server's error handler: errors in Mailjet's envelope; a 5xx logged with its error, but
+ * requests answered 503 because the database is away, which one line every 10 s says, not one
+ * each (a flood while it restarts).
+ */
+function errorHandler(): (err: unknown, req: FastifyRequest, reply: FastifyReply) => void {
+  const unavailableLog = new LogThrottle(10_000);
+  return (err, req, reply) => {
+    const e = toApiError(err);
+    if (databaseAway(err)) {
+      if (unavailableLog.take()) {
+        req.log.warn({ url: req.url, cause: err instanceof Error ? err.message : String(err), alsoAnswered503Since: unavailableLog.suppressed }, 'request answered 503: the database is unavailable');
+      }
+    } else if (e.statusCode >= 500) {
+      req.log.error({ err, url: req.url }, 'request failed');
+    }
+    void reply
+      .code(e.statusCode)
+      .headers(e.headers)
+      .send(envelope(e.statusCode, e.message));
+  };
 }
 
 /** A request Node's HTTP parser refused (bad request line, headers too large, timeout). */
@@ -163,6 +178,12 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex, log: 
   socket.destroy();
 }
 
+/** A database error that says the database is away for now (down, restarting, its connection lost). */
+function databaseAway(err: unknown): boolean {
+  if (err instanceof ApiError || isStatementTimeout(err)) return false;
+  return (isTransientDbError(err) && typeof (err as { code?: unknown }).code === 'string') || isConnectionLoss(err);
+}
+
 function toApiError(err: unknown): ApiError {
   if (err instanceof ApiError) return err;
   const e = err as { statusCode?: number; code?: string; message?: string };
@@ -173,7 +194,7 @@ function toApiError(err: unknown): ApiError {
   }
   // No Retry-After: the same request a second later would most likely take as long again.
   if (isStatementTimeout(err)) return new ApiError(503, "The request's database work took longer than this server allows (its statement timeout); narrow it (a shorter time range, more filters, a smaller Limit) or try again later");
-  if ((isTransientDbError(err) && typeof e.code === 'string') || isConnectionLoss(err)) return apiErrors.unavailable();
+  if (databaseAway(err)) return apiErrors.unavailable();
   return apiErrors.internal();
 }
 

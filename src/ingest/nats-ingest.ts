@@ -3,7 +3,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { describeError } from '../db/errors.js';
 import type { Db } from '../db/connect.js';
 import type { LogEventRow } from '../events/decode.js';
-import type { Logger } from '../logger.js';
+import { type Logger, LogThrottle } from '../logger.js';
 import { writeBatch } from './batch-writer.js';
 import { HeldMessages } from './held-messages.js';
 import { IngestBatch } from './ingest-batch.js';
@@ -63,6 +63,7 @@ export class NatsIngest {
   #inFlight = new Set<Promise<void>>();
   #stopping = false;
   #consuming = false;
+  readonly #failureLog = new LogThrottle(10_000);
   #consumerCreated: string | null = null;
   /** The stream's long Nats-Msg-Id window told once per process, not at each reconnect. */
   #warnedWindow = false;
@@ -242,6 +243,7 @@ export class NatsIngest {
       await this.#resolveTenants(batch);
       const { rows, rowMessages, letters, poison } = batch;
       const outcome = await writeBatch(this.db, rows, letters, (i, reason) => natsDeadLetter(rowMessages[i] as JsMsg, reason, (rows[i] as LogEventRow).api_key_id));
+      if (this.#consecutiveFailures > 0) this.log.info({ failedBatches: this.#consecutiveFailures }, 'ingest batches stored again');
       this.#consecutiveFailures = 0;
       this.stats.stored += outcome.inserted;
       this.stats.duplicates += rows.length - outcome.inserted - outcome.refused.size;
@@ -258,7 +260,10 @@ export class NatsIngest {
       this.stats.failedBatches++;
       const delay = Math.min(100 * 2 ** this.#consecutiveFailures, 10_000);
       const messages = batch.messages();
-      this.log.warn({ err: describeError(err), messages: messages.length, retryInMs: delay }, 'ingest batch not stored; will retry');
+      // Every batch fails while the database is away: one line every 10 s, not one a batch.
+      if (this.#failureLog.take()) {
+        this.log.warn({ err: describeError(err), messages: messages.length, retryInMs: delay, alsoFailedSince: this.#failureLog.suppressed }, 'ingest batch not stored; will retry');
+      }
       for (const m of messages) m.nak(delay);
     }
   }
