@@ -112,10 +112,10 @@ export function selectProjections(only: string | undefined): Projection[] {
  * One bar per phase on a terminal; a line every few seconds otherwise. A phase that gives way to
  * the next has ended: its bar is drawn full, its count printed in full, but for a wait (its
  * total is a limit), which shows what it waits for instead, and a catch-up (it ends near the
- * head, or where it stopped gaining on the appends), which shows its last count. A phase whose `done` grows steadily
- * shows its rate and ETA; one counted in statements of unequal lengths (`gauge` 'steps') its
- * count and the time spent; one that cannot count until it ends ('none') its size and the time
- * spent.
+ * head, or where it stopped gaining on the appends), which shows its last count. A phase whose
+ * `done` grows steadily shows its rate and ETA; one counted in statements of unequal lengths
+ * (`gauge` 'steps') its count and the time spent; one that cannot count until it ends ('none')
+ * its size and the time spent.
  */
 export function phaseBars(tty = process.stderr.isTTY): { update(p: ReplayProgress): void; stop(): void } {
   let current: ReplayProgress | null = null;

@@ -106,38 +106,42 @@ describe('slow request bodies, and signals during the drain they hold', () => {
     }
   }, 90_000);
 
+  /** `serve` with one slow upload holding its drain up to `graceMs`; `signals` sent, then its exit and log. */
+  async function signalDuringDrain(graceMs: number, signals: (p: ReturnType<typeof spawnCli>) => Promise<void>) {
+    const p = spawnCli(['serve', '--roles', 'api,ingest'], { env: { ...env, HTTP_SHUTDOWN_GRACE_MS: String(graceMs) } });
+    const upload = await slowUpload(await p.serverUrl(), basic());
+    try {
+      // Its request under way in the server (as in the test before).
+      await new Promise((r) => setTimeout(r, 500));
+      await signals(p);
+      return { exit: await p.waitForExit(40_000), messages: p.jsonLines().map((l) => l['msg']) };
+    } finally {
+      upload.stop();
+    }
+  }
+
   // npm passes a terminal's Ctrl-C on to a process that has it already; a supervisor signals the
   // whole process group: the same stop, twice, moments apart.
   it('take a signal repeated within a second as the same stop: the drain still ends', async () => {
-    const p = spawnCli(['serve', '--roles', 'api,ingest'], { env: { ...env, HTTP_SHUTDOWN_GRACE_MS: '1000' } });
-    const url = await p.serverUrl();
-    const upload = await slowUpload(url, basic());
-    try {
+    const { exit, messages } = await signalDuringDrain(1000, async (p) => {
       p.signal('SIGTERM');
       await new Promise((r) => setTimeout(r, 50));
       p.signal('SIGTERM');
       await new Promise((r) => setTimeout(r, 250));
       p.signal('SIGINT');
-      expect(await p.waitForExit(40_000)).toEqual({ code: 0, signal: null });
-      expect(p.jsonLines().map((l) => l['msg'])).toContain('stopped');
-    } finally {
-      upload.stop();
-    }
+    });
+    expect(exit).toEqual({ code: 0, signal: null });
+    expect(messages).toContain('stopped');
   }, 90_000);
 
   it('a second signal a second or more after the first exits at once, without the drain', async () => {
-    const p = spawnCli(['serve', '--roles', 'api,ingest'], { env: { ...env, HTTP_SHUTDOWN_GRACE_MS: '60000' } });
-    const url = await p.serverUrl();
-    const upload = await slowUpload(url, basic());
-    try {
+    const { exit, messages } = await signalDuringDrain(60_000, async (p) => {
       p.signal('SIGTERM');
       await new Promise((r) => setTimeout(r, 1500));
       expect(p.exit, 'the slow upload holds the drain').toBeNull();
       p.signal('SIGTERM');
-      expect(await p.waitForExit(10_000)).toEqual({ code: 143, signal: null });
-      expect(p.jsonLines().map((l) => l['msg'])).toContain('second signal: exiting now, without finishing the drain');
-    } finally {
-      upload.stop();
-    }
+    });
+    expect(exit).toEqual({ code: 143, signal: null });
+    expect(messages).toContain('second signal: exiting now, without finishing the drain');
   }, 90_000);
 });

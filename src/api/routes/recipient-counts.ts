@@ -93,10 +93,10 @@ export function countsToWire(row: Readonly<Record<string, unknown>>): Record<Cou
   return out;
 }
 
-/** Sort on every count, by its wire name. */
 /** A count not tracked (always 0), sortable as the others are: every row ties, the tie-break orders them. */
 export const UNTRACKED_COUNT = sql`CAST(0 AS int)`;
 
+/** Sort on every count, by its wire name. */
 export const COUNT_SORTABLE: Readonly<Record<string, RawBuilder<unknown>>> = Object.fromEntries(Object.entries(RECIPIENT_COUNTS).map(([wire, column]) => [wire, sql.ref(column)]));
 
 export const countRecordFields = (): Record<CountField, z.ZodNumber> =>
