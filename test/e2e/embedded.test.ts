@@ -98,6 +98,41 @@ describe('embedded mode (PGlite under DATA_DIR, HTTP ingest)', () => {
   });
 });
 
+describe('embedded mode with a backlog', () => {
+  // On the one session of the embedded database, the start waited behind the projector's
+  // batches: the server listened only once the backlog was applied (34 s after 150k events).
+  it('listens while the projector still applies an imported backlog', { timeout: 240_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mailtally-embedded-backlog-'));
+    try {
+      const own = { DATA_DIR: dir, PORT: '0', LOG_LEVEL: 'info' };
+      const key = JSON.parse((await runCli(['keys', 'create'], { env: own })).stdout) as { APIKeyID: number };
+      const file = join(dir, 'backlog.jsonl');
+      const lines = Array.from({ length: 40_000 }, (_, i) => JSON.stringify({ event: ['sent', 'open', 'click'][i % 3], time: 1_700_000_000 + i, MessageID: 7_000_000 + Math.floor(i / 3), email: `r${Math.floor(i / 3)}@example.com`, url: 'https://example.com/a' }));
+      writeFileSync(file, `${lines.join('\n')}\n`);
+      const imported = await runCli(['import', file, '--api-key-id', String(key.APIKeyID)], { env: own, timeoutMs: 180_000 });
+      expect(imported.code, imported.stderr).toBe(0);
+
+      const server = spawnCli(['serve'], { env: own });
+      const listening = await server.waitForJson('the server listening', (l) => typeof l['msg'] === 'string' && l['msg'].startsWith('Server listening at'), 120_000);
+      const url = /(http:\/\/\S+)/.exec(String(listening['msg']))?.[1] as string;
+      const first = (await (await fetch(`${url}/status`)).json()) as { checkpoints: Record<string, { lag: number }> };
+      expect(Math.max(...Object.values(first.checkpoints).map((c) => c.lag)), 'a read model still behind when /status first answers').toBeGreaterThan(0);
+      await waitForLag0(url);
+      expect(await server.stop(30_000)).toEqual({ code: 0, signal: null });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+async function waitForLag0(url: string): Promise<void> {
+  for (const deadline = Date.now() + 180_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 500))) {
+    const body = (await (await fetch(`${url}/status`)).json()) as { checkpoints: Record<string, { lag: number }> };
+    if (Object.values(body.checkpoints).every((c) => c.lag === 0)) return;
+  }
+  throw new Error('the backlog was not applied within 180 s');
+}
+
 describe('embedded mode: one-off commands', () => {
   it('an unusable DATA_DIR (a file, or under one) exits 1 naming DATA_DIR and the path', { timeout: 60_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'mailtally-embedded-file-'));
