@@ -315,6 +315,9 @@ export class Projector {
 
   async #renewLeases(): Promise<void> {
     if (this.#stopped) return;
+    // Renewals fail together (the database away): one line names them all.
+    const failed: string[] = [];
+    let failure: unknown = null;
     for (const p of this.projections) {
       if (this.#superseded.has(p.name) || this.#heldBack.has(p.name)) continue;
       try {
@@ -338,10 +341,12 @@ export class Projector {
         // Cannot tell whether we still hold it: stop applying until a renewal succeeds.
         if (this.#held.delete(p.name)) {
           this.#cache.clear();
-          this.log.warn({ projection: p.name, err: describeError(err) }, 'projection lease renewal failed');
+          failed.push(p.name);
+          failure = err;
         }
       }
     }
+    if (failed.length > 0) this.log.warn({ projections: failed, err: describeError(failure) }, 'projection lease renewal failed: not applying them until a renewal succeeds');
     this.stats.held = [...this.#held];
   }
 }
