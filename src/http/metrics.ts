@@ -44,6 +44,9 @@ export interface MetricsDeps {
   readonly pools?: Readonly<Record<string, PoolCounts>>;
 }
 
+/** How long a scrape waits for the database's head and checkpoints. */
+const DATABASE_WAIT_MS = 2000;
+
 export function registerMetrics(app: FastifyInstance, deps: MetricsDeps): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'mailtally_' });
@@ -110,14 +113,24 @@ export function registerMetrics(app: FastifyInstance, deps: MetricsDeps): Regist
 
   refuseOtherMethods(app, '/metrics', ['GET']);
   app.get('/metrics', async (_req, reply) => {
+    let timer: NodeJS.Timeout | undefined;
     try {
-      const [h, checkpoints] = await Promise.all([logHead(deps.db), listCheckpoints(deps.db)]);
+      // A database that does not answer must not make the scrape time out (Prometheus's default
+      // is 10 s, as long as a pool checkout waits): `mailtally_database_up` 0 says it instead.
+      const away = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('no answer')), DATABASE_WAIT_MS);
+      });
+      const [h, checkpoints] = await Promise.race([Promise.all([logHead(deps.db), listCheckpoints(deps.db)]), away]);
       head.set(Number(h));
       lag.reset();
       for (const c of checkpoints) lag.set({ reader: c.name }, Number(h - c.position));
       up.set(1);
     } catch {
+      // No lag shown rather than the last one known: it would look current.
+      lag.reset();
       up.set(0);
+    } finally {
+      clearTimeout(timer);
     }
     return reply.type(registry.contentType).send(await registry.metrics());
   });
