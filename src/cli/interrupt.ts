@@ -9,18 +9,21 @@ import { stopProgressBars } from './progress.js';
 export class CtrlC {
   readonly #controller = new AbortController();
   readonly #command: string;
+  /** What a rerun counts of what is stored already, for the messages. */
+  readonly #rerun: string;
   #watching = false;
   /** The reading loop left the file before its end. */
   #stoppedEarly = false;
 
-  constructor(command: string) {
+  constructor(command: string, rerun = 'what is stored already counts as Duplicates') {
     this.#command = command;
+    this.#rerun = rerun;
   }
 
   readonly #onSigint = () => {
     stopProgressBars();
     if (this.#controller.signal.aborted) {
-      console.error(`\nInterrupted: what was in flight may or may not be stored; run ${this.#command} again (what is stored already counts as Duplicates).`);
+      console.error(`\nInterrupted: what was in flight may or may not be stored; run ${this.#command} again (${this.#rerun}).`);
       process.exit(130);
     }
     console.error('\nStopping: what was read is still written (Ctrl-C again to quit at once)…');
@@ -47,7 +50,7 @@ export class CtrlC {
   /** After the summary on stdout: says so and gives the exit code (130) if the reading stopped early, else null. */
   finish(): number | null {
     if (!this.#stoppedEarly) return null;
-    console.error(`Interrupted: the summary above counts what was written; run ${this.#command} again for the rest (what is stored already counts as Duplicates).`);
+    console.error(`Interrupted: the summary above counts what was written; run ${this.#command} again for the rest (${this.#rerun}).`);
     return 130;
   }
 }

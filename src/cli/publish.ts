@@ -27,7 +27,8 @@ interface PublishSummary {
  */
 export async function runPublish(config: Config, path: string, opts: { apiKeyId: string | undefined; url: string | undefined }): Promise<number> {
   if (opts.apiKeyId !== undefined && !isApiKeyId(opts.apiKeyId)) throw new Error('--api-key-id must be a positive 64-bit integer');
-  const ctrlC = new CtrlC('publish');
+  // Over NATS a rerun publishes every event again (the stream's dedupe window is 100 ms); the log stores each once.
+  const ctrlC = config.nats !== null ? new CtrlC('publish', 'the log stores each event once; over NATS the rerun counts every event as Published again') : new CtrlC('publish');
   try {
     const summary = config.nats !== null ? await publishToNats(config, path, opts.apiKeyId, ctrlC) : await publishToHttp(config, path, opts.url, ctrlC);
     console.log(JSON.stringify(summary));
