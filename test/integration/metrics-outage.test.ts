@@ -1,35 +1,23 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECTIONS } from '../../projections/index.js';
-import { type Db, connectDb } from '../../src/db/connect.js';
-import { migrateToLatest } from '../../src/db/migrate.js';
+import type { Db } from '../../src/db/connect.js';
 import { registerMetrics } from '../../src/http/metrics.js';
-import { ensureProjectionCheckpoints } from '../../src/log/checkpoints.js';
-import { ensureProjectionTables } from '../../src/projector/tables.js';
-import { createTestDatabase } from '../support/services.js';
-import { postgresBehindProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { migratedDbBehindProxy } from '../support/databases.js';
+import type { TcpProxy } from '../support/tcp-proxy.js';
 
 /**
  * /metrics while the database is away: `mailtally_database_up` 0 and no reader lag (the last one
  * known would look current), whether the database refuses connections or stops answering.
  */
 
-let drop: () => Promise<void>;
+let cleanup: () => Promise<void>;
 let proxy: TcpProxy;
 let db: Db;
 let app: FastifyInstance;
 
 beforeAll(async () => {
-  const database = await createTestDatabase();
-  drop = database.drop;
-  const setup = await connectDb({ kind: 'postgres', url: database.url, poolSize: 2 });
-  await migrateToLatest(setup.kysely);
-  await ensureProjectionTables(setup.kysely, PROJECTIONS);
-  await ensureProjectionCheckpoints(setup.kysely, PROJECTIONS.map((p) => p.name));
-  await setup.close();
-  let url: URL;
-  ({ proxy, url } = await postgresBehindProxy(database.url));
-  db = await connectDb({ kind: 'postgres', url: url.toString(), poolSize: 2 });
+  ({ db, proxy, cleanup } = await migratedDbBehindProxy());
   app = Fastify();
   registerMetrics(app, { db: db.kysely });
   await app.ready();
@@ -37,9 +25,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await app?.close();
-  await db?.close().catch(() => {});
-  await proxy?.stop();
-  await drop?.();
+  await cleanup?.();
 });
 
 const scrape = async () => (await app.inject({ method: 'GET', url: '/metrics' })).body;

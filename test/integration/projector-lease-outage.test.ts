@@ -1,14 +1,12 @@
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECTIONS } from '../../projections/index.js';
-import { type Db, connectDb } from '../../src/db/connect.js';
-import { migrateToLatest } from '../../src/db/migrate.js';
+import type { Db } from '../../src/db/connect.js';
 import { createLogger } from '../../src/logger.js';
 import { Projector } from '../../src/projector/runner.js';
-import { ensureProjectionTables } from '../../src/projector/tables.js';
 import { waitFor } from '../support/harness.js';
-import { createTestDatabase } from '../support/services.js';
-import { postgresBehindProxy, type TcpProxy } from '../support/tcp-proxy.js';
+import { migratedDbBehindProxy } from '../support/databases.js';
+import type { TcpProxy } from '../support/tcp-proxy.js';
 
 /**
  * The projector's lease renewals while its database is away fail together: one log line names
@@ -23,26 +21,16 @@ class Capture extends Writable {
   }
 }
 
-let drop: () => Promise<void>;
+let cleanup: () => Promise<void>;
 let proxy: TcpProxy;
 let db: Db;
 
 beforeAll(async () => {
-  const database = await createTestDatabase();
-  drop = database.drop;
-  const setup = await connectDb({ kind: 'postgres', url: database.url, poolSize: 2 });
-  await migrateToLatest(setup.kysely);
-  await ensureProjectionTables(setup.kysely, PROJECTIONS);
-  await setup.close();
-  let url: URL;
-  ({ proxy, url } = await postgresBehindProxy(database.url));
-  db = await connectDb({ kind: 'postgres', url: url.toString(), poolSize: 4 });
+  ({ db, proxy, cleanup } = await migratedDbBehindProxy());
 });
 
 afterAll(async () => {
-  await db?.close().catch(() => {});
-  await proxy?.stop();
-  await drop?.();
+  await cleanup?.();
 });
 
 describe('projector leases while the database is away', () => {

@@ -5,8 +5,10 @@ import { afterAll, beforeAll } from 'vitest';
 import { PROJECTIONS } from '../../projections/index.js';
 import { type Db, connectDb } from '../../src/db/connect.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
+import { ensureProjectionCheckpoints } from '../../src/log/checkpoints.js';
 import { ensureProjectionTables } from '../../src/projector/tables.js';
 import { createTestDatabase } from './services.js';
+import { postgresBehindProxy, type TcpProxy } from './tcp-proxy.js';
 
 /** The two databases the log must work on: real Postgres and embedded PGlite. */
 export const DIALECTS = ['postgres', 'pglite'] as const;
@@ -59,5 +61,32 @@ export function readModelDb(dialect: Dialect): () => Db {
   return () => {
     if (db === null) throw new Error('the read-model database is opened before the tests (beforeAll)');
     return db;
+  };
+}
+
+/**
+ * A new migrated Postgres database with the read-model tables and their checkpoints, reached
+ * through a TCP proxy the test can cut or freeze (the database "away" for this client only).
+ */
+export async function migratedDbBehindProxy(): Promise<{ db: Db; proxy: TcpProxy; cleanup: () => Promise<void> }> {
+  const database = await createTestDatabase();
+  const setup = await connectDb({ kind: 'postgres', url: database.url, poolSize: 2 });
+  try {
+    await migrateToLatest(setup.kysely);
+    await ensureProjectionTables(setup.kysely, PROJECTIONS);
+    await ensureProjectionCheckpoints(setup.kysely, PROJECTIONS.map((p) => p.name));
+  } finally {
+    await setup.close();
+  }
+  const { proxy, url } = await postgresBehindProxy(database.url);
+  const db = await connectDb({ kind: 'postgres', url: url.toString(), poolSize: 4 });
+  return {
+    db,
+    proxy,
+    cleanup: async () => {
+      await db.close().catch(() => {});
+      await proxy.stop();
+      await database.drop();
+    },
   };
 }
