@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import { createLogger } from '../logger.js';
+import { createLogger, type Logger } from '../logger.js';
 import { AVAILABLE_ROLES, parseRoles, startService } from '../main.js';
 import { runsWithServiceFlags, SERVICE_NODE_FLAGS } from '../node-flags.js';
 
@@ -32,8 +32,7 @@ export async function runServe(config: Config, rolesFlag: string | undefined): P
         // Nothing is lost: appends to the log are durable, read-model batches atomic, and the
         // NATS messages not yet acked are redelivered.
         log.warn({ signal }, 'second signal: exiting now, without finishing the drain');
-        log.flush();
-        process.exit(signal === 'SIGINT' ? 130 : 143);
+        flushAndExit(log, signal === 'SIGINT' ? 130 : 143);
       }
     };
     process.on('SIGTERM', onSignal);
@@ -60,16 +59,20 @@ export async function runServe(config: Config, rolesFlag: string | undefined): P
   clearTimeout(timer);
   if (outcome === 'timeout') {
     log.error({ shutdownTimeoutMs: config.shutdownTimeoutMs }, 'shutdown did not finish in time (database not answering?); exiting without it');
-    log.flush();
-    process.exit(1);
+    flushAndExit(log, 1);
   }
   log.info('stopped');
   // Whatever might still hold the process (a connection left retrying somewhere) must not keep a
   // stopped service alive for its supervisor to wait on.
   setTimeout(() => {
     log.warn('stopped, but something still held the process 5 s later: exiting');
-    log.flush();
-    process.exit(0);
+    flushAndExit(log, 0);
   }, 5000).unref();
   return 0;
+}
+
+/** Exits with `code` whatever is still running, its last log lines written first. */
+function flushAndExit(log: Logger, code: number): never {
+  log.flush();
+  process.exit(code);
 }

@@ -1,13 +1,13 @@
 import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 
+/** The lock's pid file, in the data directory beside the database's own files. */
+export const DATA_DIR_PID_FILE = 'mailtally.pid';
+
 /**
  * PGlite is an embedded database: two processes opening the same directory would corrupt it.
  * A pid file guards the directory and names the holder in the error.
  */
-/** The lock's pid file, in the data directory beside the database's own files. */
-export const DATA_DIR_PID_FILE = 'mailtally.pid';
-
 export class DataDirInUseError extends Error {
   constructor(dataDir: string, pid: number) {
     super(

@@ -22,7 +22,6 @@ export interface MetricSource {
   read(): Readonly<Record<string, number>>;
 }
 
-/** What a connection pool tells of itself (pg.Pool's counts). */
 /** A gauge read at each scrape (no labels). */
 export interface MetricGauge {
   readonly name: string;
@@ -30,6 +29,7 @@ export interface MetricGauge {
   read(): number;
 }
 
+/** What a connection pool tells of itself (pg.Pool's counts). */
 export interface PoolCounts {
   readonly totalCount: number;
   readonly idleCount: number;

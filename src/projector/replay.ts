@@ -232,7 +232,7 @@ async function foldShadows(
  * and a catch-up that waited to reach the head might never end. What is left to apply, the live
  * projector applies after the swap, from the swapped-in checkpoint.
  */
-export const CATCH_UP_PATIENCE = 3;
+const CATCH_UP_PATIENCE = 3;
 
 /**
  * Applies what was appended since `from` to the shadow tables, until close to the head or no
