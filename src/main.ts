@@ -6,7 +6,7 @@ import { logLockWait, migrateToLatest } from './db/migrate.js';
 import { withSchemaLock } from './db/schema-lock.js';
 import type { RunningIngest } from './ingest/run-nats-ingest.js';
 import { AuthFailureLimiter, RateLimiter } from './api/conventions/rate-limit.js';
-import { type MetricGauge, type MetricSource, type PoolCounts, registerMetrics } from './http/metrics.js';
+import { type MetricGauge, type MetricHistogram, type MetricSource, type MetricsDeps, type PoolCounts, registerMetrics } from './http/metrics.js';
 import { assertCanListen, closeServer, createServer, listenError } from './http/server.js';
 import { registerStatusRoute } from './http/status-route.js';
 import { KEYS_CHANNEL, KeyVerifier, countApiKeys, createApiKey, printableKey } from './keys/key-store.js';
@@ -175,12 +175,33 @@ export async function startService(config: Config, roles: readonly Role[], log: 
     const gauges: MetricGauge[] = [];
     if (ingest !== null) {
       gauges.push({ name: 'mailtally_ingest_consuming', help: '1 while the NATS consumer is read; 0 while NATS cannot be reached or the consumer is being recreated (as ingest.consuming in /status)', read: () => (ingest.consuming ? 1 : 0) });
+      gauges.push({
+        name: 'mailtally_ingest_nats_backlog_messages',
+        help: "The NATS consumer's backlog as NATS last reported it (every 2 s): messages not yet delivered (pending) and delivered but not yet acked (ack_pending); none while the consumer is not read",
+        label: 'state',
+        read: () => {
+          const b = ingest.backlog;
+          return b === null ? null : { pending: b.pending, ack_pending: b.ackPending };
+        },
+      });
     }
-    registerMetrics(http, { db: db.kysely, sources, gauges, pools });
+    const histograms: MetricHistogram[] = [];
+    let outbox: Pick<MetricsDeps, 'outbox'> = {};
+    if (webhooks !== null) {
+      gauges.push(
+        { name: 'mailtally_webhook_requests_in_flight', help: "Webhook requests this process has in flight, by lane (first attempts, retries)", label: 'lane', read: () => ({ ...webhooks.stats.inFlight }) },
+        { name: 'mailtally_webhook_first_attempts_queued', help: 'Version 1 first attempts read from the log, waiting in this process for a slot of their URL', read: () => webhooks.stats.queued },
+        { name: 'mailtally_webhook_throttled_urls', help: 'Callback URLs this process holds below their concurrency cap after throttle answers or timeouts, by lane', label: 'lane', read: () => ({ ...webhooks.stats.throttledUrls }) },
+      );
+      histograms.push({ name: 'mailtally_webhook_attempt_duration_seconds', help: 'Webhook attempts of this process by time from request to answer (or failure)', read: () => webhooks.stats.latencyMs });
+      const { readOutboxBacklog } = await import('./webhooks/outbox-backlog.js');
+      outbox = { outbox: readOutboxBacklog };
+    }
+    registerMetrics(http, { db: db.kysely, sources, gauges, histograms, ...outbox, pools });
     registerStatusRoute(http, {
       db: db.kysely,
       roles,
-      extra: () => ({ ...(ingest !== null ? { ingest: { ...ingest.stats, consuming: ingest.consuming } } : {}), ...(httpIngest !== null ? { httpIngest: { ...httpIngest } } : {}), ...(running !== null ? { projector: running.stats } : {}), ...(webhooks !== null ? { dispatcher: webhooks.stats } : {}) }),
+      extra: () => ({ ...(ingest !== null ? { ingest: { ...ingest.stats, consuming: ingest.consuming, backlog: ingest.backlog } } : {}), ...(httpIngest !== null ? { httpIngest: { ...httpIngest } } : {}), ...(running !== null ? { projector: running.stats } : {}), ...(webhooks !== null ? { dispatcher: webhooks.stats } : {}) }),
     });
     if (roles.includes('api')) {
       const [{ registerOpenApi }, { registerRestApi }, { READ_MODELS_CHANNEL, ResponseCache }, { registerEventCallbackUrlRoutes }, { WEBHOOK_OPENAPI_PATHS }, { registerWebhookAdmin }] = await Promise.all([

@@ -15,7 +15,7 @@ if (port === null || config.nats === null) throw new Error('ingest-worker must r
 const log = createLogger(config.logLevel).child({ role: 'ingest', worker: index });
 const db = await connectDb({ ...config.database, ...(config.database.kind === 'postgres' ? { poolSize: 4 } : {}) }, { application: `mailtally:ingest-${index}` });
 const ingest = await runNatsIngest(config, db, log, `mailtally-ingest-${index}`);
-const report = setInterval(() => port.postMessage({ type: 'stats', stats: ingest.stats, consuming: ingest.consuming }), 1000);
+const report = setInterval(() => port.postMessage({ type: 'stats', stats: ingest.stats, consuming: ingest.consuming, backlog: ingest.backlog }), 1000);
 port.postMessage({ type: 'started' });
 
 port.on('message', (message: unknown) => {

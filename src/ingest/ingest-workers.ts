@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type { Config } from '../config.js';
 import type { Logger } from '../logger.js';
-import type { IngestStats } from './nats-ingest.js';
+import type { ConsumerBacklog, IngestStats } from './nats-ingest.js';
 
 const WORKER_ENTRY = new URL('../../bin/ingest-worker.js', import.meta.url);
 
@@ -27,6 +27,8 @@ export class IngestWorkers {
   readonly #workers: Worker[] = [];
   readonly #stats: IngestStats[] = [];
   readonly #consuming: boolean[] = [];
+  /** Each worker's last reading of the consumer's backlog (they share the consumer). */
+  readonly #backlog: (ConsumerBacklog | null)[] = [];
   /** Counters of workers that died, so the totals never go back. */
   readonly #retired = noStats();
   readonly #restartDelay: number[] = [];
@@ -57,6 +59,11 @@ export class IngestWorkers {
     return this.#workers;
   }
 
+  /** The shared consumer's backlog as a worker last read it (the first that has a reading). */
+  get backlog(): ConsumerBacklog | null {
+    return this.#backlog.find((b, i) => b != null && this.#consuming[i] === true) ?? null;
+  }
+
   /** Whether every worker reads its consumer. */
   get consuming(): boolean {
     return this.#consuming.every((c) => c);
@@ -77,9 +84,11 @@ export class IngestWorkers {
     this.#stats[index] = noStats();
     // Not consuming until it says it started (a start that hangs is not reported as consuming).
     this.#consuming[index] = false;
-    worker.on('message', (m: { type: string; stats?: IngestStats; consuming?: boolean }) => {
+    this.#backlog[index] = null;
+    worker.on('message', (m: { type: string; stats?: IngestStats; consuming?: boolean; backlog?: ConsumerBacklog | null }) => {
       if (m.stats !== undefined) this.#stats[index] = m.stats;
       if (m.consuming !== undefined) this.#consuming[index] = m.consuming;
+      if (m.backlog !== undefined) this.#backlog[index] = m.backlog;
     });
     worker.on('error', (err) => this.log.error({ err, worker: index }, 'ingest worker failed'));
     worker.once('exit', (code) => {
@@ -107,6 +116,7 @@ export class IngestWorkers {
     for (const k of Object.keys(dead) as (keyof IngestStats)[]) this.#retired[k] += dead[k];
     this.#stats[index] = noStats();
     this.#consuming[index] = false;
+    this.#backlog[index] = null;
     const previous = ranMs !== null && ranMs >= HEALTHY_RUN_MS ? 0 : (this.#restartDelay[index] ?? 0);
     const delay = previous === 0 ? RESTART_DELAYS_MS.first : Math.min(previous * 2, RESTART_DELAYS_MS.max);
     this.#restartDelay[index] = delay;

@@ -27,7 +27,20 @@ export interface NatsIngestOptions extends ConsumerSettings {
   maxBatchBytes?: number;
   /** How long stop() waits for batches being written (default 10 s); their messages are redelivered. */
   stopTimeoutMs?: number;
+  /** How often the consumer's backlog is read from NATS (default BACKLOG_SAMPLE_MS). */
+  backlogSampleMs?: number;
 }
+
+/** The durable consumer's backlog as NATS last reported it. */
+export interface ConsumerBacklog {
+  /** Messages in the stream not yet delivered to the consumer. */
+  readonly pending: number;
+  /** Messages delivered and not yet acked (held by ingest processes, or waiting for redelivery). */
+  readonly ackPending: number;
+}
+
+/** The consumer's backlog is asked of NATS this often (one small request). */
+export const BACKLOG_SAMPLE_MS = 2000;
 
 export interface IngestStats {
   received: number;
@@ -56,6 +69,9 @@ export class NatsIngest {
   readonly #maxBatchBytes: number;
   readonly #held: HeldMessages;
   #touch: NodeJS.Timeout | null = null;
+  #sampler: NodeJS.Timeout | null = null;
+  #consumer: Consumer | null = null;
+  #backlog: ConsumerBacklog | null = null;
   #messages: ConsumerMessages | null = null;
   #batch = new IngestBatch();
   #queue: IngestBatch[] = [];
@@ -100,12 +116,44 @@ export class NatsIngest {
     return this.#consuming;
   }
 
+  /**
+   * The consumer's backlog as last read from NATS (every `backlogSampleMs`); null while the
+   * consumer is not read (stopped, or NATS away) or the last reading failed: no figure rather
+   * than a stale one.
+   */
+  get backlog(): ConsumerBacklog | null {
+    return this.#consuming && !this.#stopping ? this.#backlog : null;
+  }
+
   async start(): Promise<void> {
     const consumer = await this.#openConsumer();
     // Held messages are reported in progress well within ack_wait, so a slow write is not redelivered.
     this.#touch = setInterval(() => this.#held.touch(), Math.max(250, Math.floor(this.opts.ackWaitMs / 2)));
     this.#touch.unref();
+    let sampling = false;
+    this.#sampler = setInterval(() => {
+      if (sampling) return;
+      sampling = true;
+      void this.#sampleBacklog().finally(() => {
+        sampling = false;
+      });
+    }, this.opts.backlogSampleMs ?? BACKLOG_SAMPLE_MS);
+    this.#sampler.unref();
     this.#loop = this.#run(consumer);
+  }
+
+  async #sampleBacklog(): Promise<void> {
+    const consumer = this.#consumer;
+    if (consumer === null || !this.#consuming) {
+      this.#backlog = null;
+      return;
+    }
+    try {
+      const info = await consumer.info();
+      this.#backlog = { pending: info.num_pending, ackPending: info.num_ack_pending };
+    } catch {
+      this.#backlog = null;
+    }
   }
 
   /**
@@ -127,6 +175,7 @@ export class NatsIngest {
       while (this.#inFlight.size > 0) await Promise.all(this.#inFlight);
       return 'done';
     };
+    if (this.#sampler !== null) clearInterval(this.#sampler);
     const outcome = await Promise.race([drain(), deadline]);
     clearTimeout(timer);
     if (this.#touch !== null) clearInterval(this.#touch);
@@ -171,6 +220,7 @@ export class NatsIngest {
         // A deleted stream or consumer ends consume() with an error instead of a silent retry.
         const messages = await consumer.consume({ max_messages: this.opts.batchSize * 2, abort_on_missing_resource: true, callback: (m) => this.#receive(m) });
         this.#messages = messages;
+        this.#consumer = consumer;
         this.#consuming = true;
         failures = 0;
         if (this.#stopping || this.#held.full) await messages.close();
@@ -178,6 +228,8 @@ export class NatsIngest {
         if (err instanceof Error && !this.#stopping) throw err;
       } catch (err) {
         this.#consuming = false;
+        this.#consumer = null;
+        this.#backlog = null;
         if (this.#stopping) break;
         consumer = null;
         failures++;

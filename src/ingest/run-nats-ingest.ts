@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 import type { Db } from '../db/connect.js';
 import type { Logger } from '../logger.js';
 import { connectNats } from './nats-connect.js';
-import { type IngestStats, NatsIngest, type NatsIngestOptions } from './nats-ingest.js';
+import { type ConsumerBacklog, type IngestStats, NatsIngest, type NatsIngestOptions } from './nats-ingest.js';
 import { TenantDirectory } from './tenants.js';
 
 /**
@@ -31,6 +31,8 @@ export interface RunningIngest {
   readonly stats: IngestStats;
   /** False while the NATS consumer cannot be read (e.g. its stream was deleted and is being recreated). */
   readonly consuming: boolean;
+  /** The durable consumer's backlog as NATS last reported it; null while it is not read. */
+  readonly backlog: ConsumerBacklog | null;
   stop(): Promise<void>;
 }
 
@@ -64,6 +66,9 @@ export async function runNatsIngest(config: Config, db: Db, log: Logger, name: s
     },
     get consuming() {
       return connected && ingest.consuming;
+    },
+    get backlog() {
+      return connected ? ingest.backlog : null;
     },
     stop: async () => {
       await ingest.stop();

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
+import { cappedCount } from '../db/capped-count.js';
 import type { Database, NewDeadLetter } from '../db/schema.js';
 import { MAX_EVENT_BYTES } from '../events/decode.js';
 
@@ -52,18 +53,9 @@ export async function listDeadLetters(db: Kysely<Database>, opts: { limit: numbe
 /** Up to this many dead letters are counted exactly; past it, /status gives Postgres's estimate. */
 export const EXACT_DEAD_LETTER_COUNT = 10_000;
 
-/**
- * How many dead letters there are: exact up to EXACT_DEAD_LETTER_COUNT (a scan of at most that
- * many rows), past it the planner's estimate of the table's rows, never less than the
- * exact part: the count stays cheap however many letters pile up (a full `count(*)` of millions
- * took most of a second, and /status, which shows it, takes no credentials).
- */
-export async function countDeadLetters(db: Kysely<Database>): Promise<{ count: number; exact: boolean }> {
-  const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM (SELECT 1 FROM dead_letters LIMIT ${EXACT_DEAD_LETTER_COUNT + 1}) AS d`.execute(db);
-  const n = Number(rows[0]?.n ?? 0);
-  if (n <= EXACT_DEAD_LETTER_COUNT) return { count: n, exact: true };
-  const estimate = await sql<{ n: string }>`SELECT reltuples::int8 AS n FROM pg_class WHERE oid = 'dead_letters'::regclass`.execute(db);
-  return { count: Math.max(n, Number(estimate.rows[0]?.n ?? 0)), exact: false };
+/** How many dead letters there are: exact up to EXACT_DEAD_LETTER_COUNT, past it Postgres's estimate (capped-count.ts). */
+export function countDeadLetters(db: Kysely<Database>): Promise<{ count: number; exact: boolean }> {
+  return cappedCount(db, 'dead_letters', EXACT_DEAD_LETTER_COUNT);
 }
 
 /** Text columns cannot hold U+0000 and reasons may quote the bad input: escape it, cap the length. */

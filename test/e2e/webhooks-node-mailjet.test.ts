@@ -95,4 +95,19 @@ describe('eventcallbackurl through node-mailjet', () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ Count: 1, Total: 1, Data: [{ Outcome: 'delivered', StatusCode: 200, EventCount: 1 }] });
   });
+
+  it('shows the dispatcher in /metrics: its attempts, requests in flight, the outbox and the URLs', async () => {
+    const text = await (await fetch(`${service.url}/metrics`)).text();
+    const value = (name: string) => new RegExp(`^${name.replace(/[{}+]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1];
+    expect(value('mailtally_webhook_attempt_duration_seconds_count')).toBe('1');
+    expect(value('mailtally_webhook_attempt_duration_seconds_bucket{le="+Inf"}')).toBe('1');
+    expect(value('mailtally_webhook_requests_in_flight{lane="first"}')).toBe('0');
+    expect(value('mailtally_webhook_requests_in_flight{lane="retry"}')).toBe('0');
+    expect(value('mailtally_webhook_first_attempts_queued')).toBe('0');
+    expect(value('mailtally_webhook_outbox_deliveries')).toBe('0');
+    expect(value('mailtally_webhook_outbox_oldest_seconds')).toBe('0');
+    // The click URL; the open URL was deleted.
+    expect(value('mailtally_webhook_urls{status="alive"}')).toBe('1');
+    expect(value('mailtally_webhook_urls{status="dead"}')).toBe('0');
+  });
 });

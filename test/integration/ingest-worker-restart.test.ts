@@ -51,6 +51,8 @@ describe('ingest worker threads', () => {
     await waitFor('every event stored', async () => (await countRows(t.db, 'events')) === 1000, 30_000);
     await waitFor('the totals to count them once', async () => workers?.stats.stored === 1000, 10_000);
     expect(workers.stats.duplicates).toBe(0);
+    // The shared consumer's backlog, as a worker read it from NATS (every 2 s) and reported it.
+    await waitFor('the backlog reported empty', async () => workers?.backlog?.pending === 0 && workers.backlog.ackPending === 0, 10_000);
     await workers.stop();
     workers = null;
   });
