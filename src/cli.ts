@@ -41,13 +41,18 @@ Exit codes:
   130  stopped by Ctrl-C: replay (the live tables untouched), import or publish (the
        summary counts what was written; run it again for the rest)
 
+\`mailtally <command> --help\` (or \`mailtally help <command>\`) tells more of one command.
 Configuration comes from environment variables (see .env.example).`;
 
 async function main(argv: string[]): Promise<number> {
   const { positionals, values, tokens } = parseArguments(argv);
   const [command, ...rest] = positionals;
   if (values.help || command === 'help') {
-    console.log(USAGE);
+    // `mailtally import --help`, `mailtally help import`: that command's own; else the overview.
+    const about = command === 'help' ? rest[0] : command;
+    const { COMMAND_HELP } = await import('./cli/command-help.js');
+    if (about !== undefined && !Object.hasOwn(COMMAND_HELP, about)) throw new UsageError(`No help for "${about}": not a command`);
+    console.log(about !== undefined ? COMMAND_HELP[about] : USAGE);
     return 0;
   }
   if (command === undefined) throw new UsageError('Give a command');

@@ -454,6 +454,26 @@ describe('errors and migrate', () => {
     for (const code of ['0', '1', '2', '3', '130']) expect(r.stdout).toMatch(new RegExp(`^  ${code} +\\S`, 'm'));
   });
 
+  it('<command> --help and help <command> give that command`s own usage, options and exit codes, doing nothing else', async () => {
+    const commands = ['serve', 'migrate', 'keys', 'publish', 'import', 'replay', 'dead-letters'];
+    for (const command of commands) {
+      const flag = await runCli([command, '--help'], { env: { ...dbEnv, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' } });
+      expect({ command, code: flag.code, stderr: flag.stderr }).toEqual({ command, code: 0, stderr: '' });
+      expect(flag.stdout).toMatch(new RegExp(`^Usage: mailtally ${command}\\b`));
+      expect(flag.stdout).toMatch(/^Exit codes: 0 /m);
+      const named = await runCli(['help', command], { env: dbEnv });
+      expect(named.stdout).toBe(flag.stdout);
+    }
+    // Options as the overview names them, with their defaults.
+    expect((await runCli(['import', '--help'], { env: dbEnv })).stdout).toMatch(/--batch-size N +events per write \(default 5000, at most 50000\)/);
+    expect((await runCli(['dead-letters', '-h'], { env: dbEnv })).stdout).toMatch(/--limit N +how many \(default 100\)/);
+    // The overview points to them.
+    expect((await runCli(['--help'], { env: dbEnv })).stdout).toMatch(/`mailtally <command> --help`/);
+    const unknown = await runCli(['help', 'nope'], { env: dbEnv });
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/^No help for "nope": not a command\n\nUsage: mailtally <command>/);
+  });
+
   it('migrate applies the schema to an empty database, then says it is up to date', async () => {
     const fresh = await createTestDatabase();
     try {
