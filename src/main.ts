@@ -74,6 +74,7 @@ export async function startService(config: Config, roles: readonly Role[], log: 
       await ensureFirstKey(db, log);
       // Vacuum and checkpoint: no background process of the embedded database does it.
       cleanup.unshift(startEmbeddedMaintenance(db, log));
+      warnRolesLeftOut(roles, log);
     }
 
     let natsIngest: RunningIngest | null = null;
@@ -259,6 +260,27 @@ export async function startService(config: Config, roles: readonly Role[], log: 
     await runAll(cleanup);
     throw err;
   }
+}
+
+/** What goes undone when a role is left out, said when the embedded database keeps it from running anywhere else. */
+const LEFT_OUT: Record<Role, string> = {
+  api: 'statistics and /v3/REST are not served',
+  ingest: 'no events are taken in, POST /v1/events answering 404',
+  projector: 'the read models do not follow the log',
+  dispatcher: 'no webhooks are sent',
+};
+
+/**
+ * The embedded database admits one process (DATA_DIR's lock): a role left out of `--roles` runs
+ * nowhere. Allowed (an ingest-only run before a replay, say), but said once at start.
+ */
+function warnRolesLeftOut(roles: readonly Role[], log: Logger): void {
+  const absent = ALL_ROLES.filter((r) => !roles.includes(r));
+  if (absent.length === 0) return;
+  log.warn(
+    { roles, absent },
+    `the embedded database admits one process, so the roles left out run nowhere: ${absent.map((r) => `${r} (${LEFT_OUT[r]})`).join(', ')}; set DATABASE_URL to split the roles over processes`,
+  );
 }
 
 /** NATS ingest, in this thread or (INGEST_WORKERS > 1) in worker threads. */

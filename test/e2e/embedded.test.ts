@@ -80,6 +80,21 @@ describe('embedded mode (PGlite under DATA_DIR, HTTP ingest)', () => {
     expect(await status(url)).toMatchObject({ status: 200, body: { log: { head: 10 } } });
     expect(await postEvents(url, key)).toEqual({ status: 200, body: { Accepted: 0, Duplicates: 10, Rejected: 0, Errors: [] } });
     expect(await server.stop(15_000)).toEqual({ code: 0, signal: null });
+    // Every role ran: nothing to warn of.
+    expect(server.jsonLines().filter((l) => l['absent'] !== undefined)).toEqual([]);
+  });
+
+  it('roles left out of --roles are named at start, with what goes undone: no other process can run them', { timeout: 120_000 }, async () => {
+    expect(key).toBeDefined();
+    const server = spawnCli(['serve', '--roles', 'api,projector'], { env });
+    const url = await server.serverUrl(60_000);
+    const warned = server.jsonLines().filter((l) => l['absent'] !== undefined);
+    expect(warned.map((l) => l['absent'])).toEqual([['ingest', 'dispatcher']]);
+    expect(warned[0]?.['msg']).toBe(
+      'the embedded database admits one process, so the roles left out run nowhere: ingest (no events are taken in, POST /v1/events answering 404), dispatcher (no webhooks are sent); set DATABASE_URL to split the roles over processes',
+    );
+    expect((await postEvents(url, key)).status).toBe(404);
+    expect(await server.stop(15_000)).toEqual({ code: 0, signal: null });
   });
 
   it('after a SIGKILL the stale lock is cleared and the data is still there', { timeout: 120_000 }, async () => {
