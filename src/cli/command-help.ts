@@ -71,7 +71,9 @@ Options:
 Settings: NATS_URL, NATS_STREAM, NATS_SUBJECT_PREFIX; without NATS: MAILTALLY_API_KEY and
 MAILTALLY_SECRET_KEY, HOST, PORT.
 
-Exit codes: 0 done; 1 failed (NATS or the server not reachable, the credentials refused);
+Exit codes: 0 done; 1 failed (NATS or the server not reachable, the credentials refused; over
+HTTP a failure after requests went through prints the summary too, StoppedAtLine the first
+line not sent);
 2 the command line is wrong (a missing file among them); 3 lines skipped (each listed with
 its reason in the summary); 130 stopped by Ctrl-C (the summary counts what was sent; a rerun
 stores the rest, each event once).`,

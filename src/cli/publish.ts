@@ -17,6 +17,18 @@ interface PublishSummary {
   Published: number;
   Duplicates: number;
   Skipped: { Line: number; Reason: string }[];
+  /** Over HTTP, the first line of the request that failed (the server gone, an answer not 2xx): nothing from it on was sent. */
+  StoppedAtLine?: number;
+}
+
+/** A publish over HTTP that stopped part-way: what it had sent, and why it stopped. */
+class PublishStopped extends Error {
+  constructor(
+    readonly summary: PublishSummary,
+    cause: Error,
+  ) {
+    super(cause.message, { cause });
+  }
 }
 
 /**
@@ -33,6 +45,11 @@ export async function runPublish(config: Config, path: string, opts: { apiKeyId:
     const summary = config.nats !== null ? await publishToNats(config, path, opts.apiKeyId, ctrlC) : await publishToHttp(config, path, opts.url, ctrlC);
     console.log(JSON.stringify(summary));
     return ctrlC.finish() ?? (summary.Skipped.length > 0 ? 3 : 0);
+  } catch (err) {
+    if (!(err instanceof PublishStopped)) throw err;
+    // What was sent before the failure is stored: the summary says how much, the rerun stores the rest.
+    console.log(JSON.stringify(err.summary));
+    throw new Error(`${err.message}; lines before ${err.summary.StoppedAtLine} were sent (the summary above counts them): run it again once the server answers, what is stored already counting as Duplicates`, { cause: err });
   } finally {
     ctrlC.dispose();
   }
@@ -158,6 +175,8 @@ async function publishToHttp(config: Config, path: string, urlFlag: string | und
   const summary: PublishSummary = { Published: 0, Duplicates: 0, Skipped: [] };
 
   let batch: JsonLine[] = [];
+  /** Requests the server took (a failure before the first is the whole run's: nothing was sent). */
+  let answered = 0;
   // The body's bytes: the brackets and commas, and each event's UTF-8 (its line's bytes).
   let batchBytes = 2;
   const send = async () => {
@@ -181,6 +200,7 @@ async function publishToHttp(config: Config, path: string, urlFlag: string | und
     summary.Published += answer.Accepted ?? 0;
     summary.Duplicates += answer.Duplicates ?? 0;
     for (const e of answer.Errors ?? []) summary.Skipped.push({ Line: batch[e.Index]?.lineNo ?? -1, Reason: e.Reason });
+    answered++;
     batch = [];
     batchBytes = 2;
     progress.update(input.bytesRead(), { events: summary.Published + summary.Duplicates + summary.Skipped.length });
@@ -210,8 +230,14 @@ async function publishToHttp(config: Config, path: string, urlFlag: string | und
       if (batch.length >= MAX_EVENTS_PER_REQUEST) await send();
     }
     if (batch.length > 0) await send();
+  } catch (err) {
+    if (answered === 0 || batch.length === 0 || !(err instanceof Error)) throw err;
+    summary.Skipped.sort((a, b) => a.Line - b.Line);
+    throw new PublishStopped({ ...summary, StoppedAtLine: batch[0]?.lineNo ?? 0 }, err);
   } finally {
     progress.stop();
   }
+  // A request's rejects come after the lines skipped while it was gathered: in line order again.
+  summary.Skipped.sort((a, b) => a.Line - b.Line);
   return summary;
 }

@@ -1,4 +1,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -193,6 +195,61 @@ describe('publish over HTTP', () => {
     } finally {
       await flaky.stop();
       await proxy.stop();
+    }
+  });
+});
+
+describe('publish over HTTP to an ingest that fails part-way', () => {
+  /** A real HTTP server answering POST /v1/events as `answer` says, request by request. */
+  async function ingestServer(answer: (request: number, events: unknown[]) => { status: number; body: unknown }): Promise<{ server: Server; port: number }> {
+    let requests = 0;
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const { status, body } = answer(++requests, JSON.parse(Buffer.concat(chunks).toString()) as unknown[]);
+        res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return { server, port: (server.address() as AddressInfo).port };
+  }
+  const configFor = (port: number) => {
+    const { NATS_URL: _nats, ...withoutNats } = t.env;
+    return loadConfig({ ...withoutNats, PORT: String(port), MAILTALLY_API_KEY: t.key.ApiKey, MAILTALLY_SECRET_KEY: t.key.SecretKey });
+  };
+
+  it('prints what it sent before the failure, the first line not sent, and fails saying how to go on', async () => {
+    const { server, port } = await ingestServer((n, events) =>
+      n === 1 ? { status: 200, body: { Accepted: events.length - 1, Duplicates: 0, Rejected: 1, Errors: [{ Index: 3, Reason: 'email: is required' }] } } : { status: 500, body: { ErrorMessage: 'Internal Server Error', StatusCode: 500 } },
+    );
+    try {
+      const path = writeLines('part-way.jsonl', Array.from({ length: 2500 }, (_, i) => open(20_000 + i, `"EventID":"part-way-${i}"`)));
+      const printed: string[] = [];
+      const spy = vi.spyOn(console, 'log').mockImplementation((line: string) => void printed.push(line));
+      try {
+        await expect(runPublish(configFor(port), path, { apiKeyId: undefined, url: undefined })).rejects.toThrow(
+          /^POST \/v1\/events answered 500: Internal Server Error; lines before 1001 were sent \(the summary above counts them\): run it again once the server answers, what is stored already counting as Duplicates$/,
+        );
+      } finally {
+        spy.mockRestore();
+      }
+      expect(printed.map((l) => JSON.parse(l) as unknown)).toEqual([{ Published: 999, Duplicates: 0, Skipped: [{ Line: 4, Reason: 'email: is required' }], StoppedAtLine: 1001 }]);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('lists the lines it skipped and those the ingest rejected in line order', async () => {
+    const { server, port } = await ingestServer((_n, events) => ({ status: 200, body: { Accepted: events.length - 1, Duplicates: 0, Rejected: 1, Errors: [{ Index: 2, Reason: 'email: is required' }] } }));
+    try {
+      const lines = Array.from({ length: 12 }, (_, i) => open(30_000 + i, `"EventID":"order-${i}"`));
+      lines[9] = '{not json';
+      const path = writeLines('order.jsonl', lines);
+      const { code, summary } = await publish(path, configFor(port));
+      expect({ code, summary }).toEqual({ code: 3, summary: { Published: 10, Duplicates: 0, Skipped: [{ Line: 3, Reason: 'email: is required' }, { Line: 10, Reason: 'not valid JSON' }] } });
+    } finally {
+      server.close();
     }
   });
 });
