@@ -4,7 +4,7 @@ import { Counter, Gauge, Histogram, type MetricType, Registry, collectDefaultMet
 import type { Database } from '../db/schema.js';
 import { listCheckpoints } from '../log/checkpoints.js';
 import { logHead } from '../log/read.js';
-import type { OutboxBacklog } from '../webhooks/outbox-backlog.js';
+import { EXACT_OUTBOX_COUNT, type OutboxBacklog } from '../webhooks/outbox-backlog.js';
 import { refuseOtherMethods } from './methods.js';
 
 /**
@@ -159,7 +159,7 @@ function outboxGauges(reading: () => OutboxBacklog | null): MetricGauge[] {
   return [
     {
       name: 'mailtally_webhook_outbox_deliveries',
-      help: "Webhook deliveries waiting in the outbox (retries waiting for their time, Version 2 batches in their window, first attempts a full lane spilled), every tenant; exact up to 100,000, past it Postgres's estimate",
+      help: `Webhook deliveries waiting in the outbox (retries waiting for their time, Version 2 batches in their window, first attempts a full lane spilled), every tenant; exact up to ${EXACT_OUTBOX_COUNT}, past it Postgres's estimate`,
       read: of((b) => b.deliveries),
     },
     { name: 'mailtally_webhook_outbox_oldest_seconds', help: 'How long the oldest delivery in the outbox has waited since it was enqueued (0 when none waits)', read: of((b) => b.oldestSeconds) },
