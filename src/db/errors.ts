@@ -17,6 +17,20 @@ export function isTransientDbError(err: unknown): boolean {
   return code === null || TRANSIENT_SQLSTATE.test(code);
 }
 
+/** Node's codes for a connection to the database that failed or broke (refused, reset, unreachable…). */
+const SOCKET_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/**
+ * Does the error say the database is away for now: a transient SQLSTATE (shutting down, too
+ * many connections…), a socket to it that failed or broke, or a connection lost without a
+ * code? Not an error of another kind that has a code of its own (the HTTP server's FST_…, say).
+ */
+export function isDatabaseAway(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return isConnectionLoss(err);
+  return sqlState(err) !== null ? TRANSIENT_SQLSTATE.test(code) : SOCKET_ERRORS.has(code);
+}
+
 /** A lock not had within the `lock_timeout` (or NOWAIT): lock_not_available. */
 export function isLockNotAvailable(err: unknown): boolean {
   return sqlState(err) === '55P03';

@@ -6,7 +6,7 @@ import type { Server as NodeHttpServer } from 'node:http';
 import type https from 'node:https';
 import Fastify, { LogController, type FastifyHttpOptions, type FastifyHttpsOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Config } from '../config.js';
-import { isConnectionLoss, isStatementTimeout, isTransientDbError } from '../db/errors.js';
+import { isDatabaseAway, isStatementTimeout } from '../db/errors.js';
 import { parseExactJson } from '../events/exact-json.js';
 import { nestedDeeperThan } from '../events/json-text.js';
 import { type Logger, LogThrottle } from '../logger.js';
@@ -150,7 +150,7 @@ function errorHandler(): (err: unknown, req: FastifyRequest, reply: FastifyReply
   const unavailableLog = new LogThrottle(10_000);
   return (err, req, reply) => {
     const e = toApiError(err);
-    if (databaseAway(err)) {
+    if (e.statusCode === 503 && databaseAway(err)) {
       if (unavailableLog.take()) {
         req.log.warn({ url: req.url, cause: err instanceof Error ? err.message : String(err), alsoAnswered503Since: unavailableLog.suppressed }, 'request answered 503: the database is unavailable');
       }
@@ -181,7 +181,7 @@ function answerClientError(err: Error & { code?: string }, socket: Duplex, log: 
 /** A database error that says the database is away for now (down, restarting, its connection lost). */
 function databaseAway(err: unknown): boolean {
   if (err instanceof ApiError || isStatementTimeout(err)) return false;
-  return (isTransientDbError(err) && typeof (err as { code?: unknown }).code === 'string') || isConnectionLoss(err);
+  return isDatabaseAway(err);
 }
 
 function toApiError(err: unknown): ApiError {

@@ -182,6 +182,13 @@ describe('secrets in the logs', () => {
 
     expect(capture.lines.filter((l) => l.includes('failed unexpectedly'))).toEqual([]);
 
+    // Requests refused for their body (415, 413) are not the database being away: no such line,
+    // and the outage below still gets its own.
+    const refused = await app.inject({ method: 'POST', url: '/v3/REST/eventcallbackurl', headers: { authorization: auth, 'content-type': 'text/plain' }, payload: 'x' });
+    expect(refused.statusCode).toBe(415);
+    expect((await call('POST', '/v3/REST/eventcallbackurl', auth, `"${'x'.repeat(1_100_000)}"`)).status).toBe(413);
+    expect(capture.lines.filter((l) => l.includes('the database is unavailable'))).toEqual([]);
+
     // The database goes away in the middle of requests (5xx answers are logged with their error,
     // a database away once every 10 s with its cause).
     await proxy.cut();
