@@ -141,6 +141,9 @@ export class Dispatcher {
     try {
       this.#unlistenUrls = await this.db.listen(CALLBACK_URLS_CHANNEL, (id) => {
         this.#urlChanges.heard(id);
+        // A new address, a revival or a deletion: what the URL earned by throttling is moot.
+        this.#first.urlChanged(id);
+        this.#retry.urlChanged(id);
         // A URL PUT to dead by its tenant: its pending deliveries go to the backup (or are
         // dropped) now, not when each is next due (a retry can be hours away). Nothing happens
         // for a URL that is not dead.

@@ -75,6 +75,12 @@ export class Lane {
     this.#pace = new LanePace(options.concurrency);
   }
 
+  /** A callback URL changed (null: any may have): its concurrency starts again at the cap (url-limits.ts). */
+  urlChanged(urlId: string | null): void {
+    if (urlId === null) this.#limits.forgetAll();
+    else this.#limits.forget(urlId);
+  }
+
   /** How many URLs are held below `perUrl` now. */
   get throttledUrls(): number {
     return [...this.#limits.lowered()].length;

@@ -16,7 +16,15 @@ import type { HttpOutcome } from './http-delivery.js';
  * or another error before any answer moves nothing (it says nothing of the receiver's load).
  * Latency alone does not lower a limit: on a busy dispatcher it rises for every URL at once,
  * and lowering them all only queued more deliveries in the outbox.
+ *
+ * A URL that has not throttled or timed out for RECOVER_MS is back at the cap, however little it
+ * was used meanwhile (the increase needs the URL busy: a quiet URL, a dead one, would otherwise
+ * stay held for good), and a URL that changed (a new address, revived, deleted: `forget`) starts
+ * again at the cap at once.
  */
+
+/** A URL with no throttle answer or timeout for this long is back at the cap. */
+export const RECOVER_MS = 60_000;
 
 /** URLs remembered at most; past this, all are forgotten (and start again at their cap). */
 const MAX_URLS = 10_000;
@@ -28,6 +36,8 @@ interface UrlState {
   credit: number;
   /** Answers still to come from requests sent before the last decrease (no second decrease meanwhile). */
   holdFor: number;
+  /** When it last throttled or timed out (the clock's ms). */
+  throttledAt: number;
 }
 
 export type Answer = Pick<HttpOutcome, 'statusCode' | 'errorClass'>;
@@ -44,16 +54,40 @@ export class UrlLimits {
     readonly max: number,
     /** Off: every URL keeps `max`. */
     private readonly adaptive: boolean = true,
+    private readonly clock: () => number = Date.now,
   ) {}
 
   /** Requests the URL may have in flight now. */
   of(url: string): number {
-    return this.#urls.get(url)?.limit ?? this.max;
+    return this.#state(url)?.limit ?? this.max;
   }
 
   /** URLs held below the cap now, with their limits. */
   *lowered(): IterableIterator<[string, number]> {
-    for (const [url, s] of this.#urls) if (s.limit < this.max) yield [url, s.limit];
+    for (const url of [...this.#urls.keys()]) {
+      const s = this.#state(url);
+      if (s !== undefined && s.limit < this.max) yield [url, s.limit];
+    }
+  }
+
+  /** The URL changed (its address, its status, or it was deleted): back at the cap. */
+  forget(url: string): void {
+    this.#urls.delete(url);
+  }
+
+  /** Every URL back at the cap (any of them may have changed). */
+  forgetAll(): void {
+    this.#urls.clear();
+  }
+
+  /** A URL's state, dropped once it has been quiet for RECOVER_MS. */
+  #state(url: string): UrlState | undefined {
+    const s = this.#urls.get(url);
+    if (s !== undefined && this.clock() - s.throttledAt >= RECOVER_MS) {
+      this.#urls.delete(url);
+      return undefined;
+    }
+    return s;
   }
 
   /**
@@ -62,16 +96,17 @@ export class UrlLimits {
    */
   observe(url: string, answer: Answer, inFlight: number, waiting: boolean): void {
     if (!this.adaptive) return;
-    let s = this.#urls.get(url);
+    let s = this.#state(url);
     const holding = s !== undefined && s.holdFor > 0;
     if (s !== undefined && holding) s.holdFor -= 1;
     if (isThrottle(answer)) {
       if (holding) return;
       if (s === undefined) {
         if (this.#urls.size >= MAX_URLS) this.#urls.clear();
-        s = { limit: this.max, credit: 0, holdFor: 0 };
+        s = { limit: this.max, credit: 0, holdFor: 0, throttledAt: 0 };
         this.#urls.set(url, s);
       }
+      s.throttledAt = this.clock();
       s.limit = Math.max(1, Math.floor(s.limit / 2));
       s.credit = 0;
       s.holdFor = inFlight - 1;

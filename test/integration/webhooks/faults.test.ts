@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../../src/db/connect.js';
 import type { Dispatcher } from '../../../src/webhooks/dispatcher.js';
@@ -124,7 +125,7 @@ describe('isolation', () => {
   it.each([true, false])('a throttling endpoint (503) is sent fewer requests at a time, a steady one keeps its cap (adaptive: %s)', async (adaptive) => {
     const ANSWER_MS = 150;
     const { r } = await receiver((req) => ({ status: req.path.startsWith('/busy') ? 503 : 200, delayMs: ANSWER_MS }));
-    await hook(db, adaptive ? '31' : '33', { EventType: 'open', Url: r.url(`/busy-${adaptive}`) });
+    const busyUrl = await hook(db, adaptive ? '31' : '33', { EventType: 'open', Url: r.url(`/busy-${adaptive}`) });
     await hook(db, adaptive ? '32' : '34', { EventType: 'open', Url: r.url(`/steady-${adaptive}`) });
     dispatcher = await startDispatcher(db, { urlConcurrency: 8, concurrency: 64, retryScheduleSeconds: [60], adaptiveConcurrency: adaptive });
     await append(db, adaptive ? '31' : '33', opens(`busy-${adaptive}`, 120));
@@ -140,6 +141,10 @@ describe('isolation', () => {
     else expect(mostInFlight(busy, ANSWER_MS, settled)).toBeGreaterThanOrEqual(7);
     // /status counts the URLs held below their cap.
     expect(dispatcher.stats.throttledUrls.first).toBe(adaptive ? 1 : 0);
+    if (!adaptive) return;
+    // A URL that changed (here its address; a revival or a deletion alike) starts again at its cap.
+    await sql`UPDATE callback_urls SET url = ${r.url('/busy-moved')} WHERE id = ${busyUrl.id}`.execute(db.kysely);
+    await waitFor('the changed URL back at its cap', async () => dispatcher?.stats.throttledUrls.first === 0 && dispatcher.stats.throttledUrls.retry === 0);
   });
 
   it('a hanging endpoint with 10× the traffic leaves a healthy endpoint`s latency alone', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../../src/config.js';
-import { UrlLimits } from '../../../src/webhooks/url-limits.js';
+import { RECOVER_MS, UrlLimits } from '../../../src/webhooks/url-limits.js';
 
 const OK = { statusCode: 200, errorClass: null };
 const BUSY = { statusCode: 503, errorClass: 'http_status' };
@@ -56,6 +56,33 @@ describe('UrlLimits', () => {
     // Deliveries waiting for a slot count as using every slot.
     for (let i = 0; i < 200; i++) limits.observe('a', OK, 1, true);
     expect(limits.of('a')).toBe(16);
+    expect([...limits.lowered()]).toEqual([]);
+  });
+
+  it('is back at the cap once the URL has not throttled for RECOVER_MS, however little it was used', () => {
+    let now = 1_000_000;
+    const limits = new UrlLimits(16, true, () => now);
+    limits.observe('quiet', BUSY, 1, false);
+    limits.observe('hung', { statusCode: null, errorClass: 'timeout' }, 1, false);
+    expect([...limits.lowered()]).toEqual([['quiet', 8], ['hung', 8]]);
+    now += RECOVER_MS - 1;
+    // Still timing out: held again, from its last throttle.
+    limits.observe('hung', { statusCode: null, errorClass: 'timeout' }, 1, false);
+    expect([limits.of('quiet'), limits.of('hung')]).toEqual([8, 4]);
+    now += 1;
+    expect([limits.of('quiet'), limits.of('hung')]).toEqual([16, 4]);
+    expect([...limits.lowered()]).toEqual([['hung', 4]]);
+    now += RECOVER_MS;
+    expect([...limits.lowered()]).toEqual([]);
+  });
+
+  it('forgets a URL that changed, or all of them, at once', () => {
+    const limits = new UrlLimits(16);
+    limits.observe('a', BUSY, 1, false);
+    limits.observe('b', BUSY, 1, false);
+    limits.forget('a');
+    expect([limits.of('a'), limits.of('b')]).toEqual([16, 8]);
+    limits.forgetAll();
     expect([...limits.lowered()]).toEqual([]);
   });
 
