@@ -233,7 +233,7 @@ export class Dispatcher {
       this.#reroute(row.urlId);
       return null;
     }
-    if (row.target.version === 1 && row.eventCount > 1) {
+    if (row.target.version === 1 && (row.eventCount > 1 || row.webhookId.startsWith('bat_'))) {
       await splitForVersion1(this.db.kysely, row);
       this.#first.signal();
       return null;

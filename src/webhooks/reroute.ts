@@ -53,8 +53,10 @@ export async function rerouteDeadUrl(db: Kysely<Database>, urlId: bigint): Promi
             .where('status', '=', 'alive')
             .executeTakeFirst();
       if (backup !== undefined) {
-        const whole = backup.version === 2 ? rows : rows.filter((r) => r.events.length === 1);
-        const split = backup.version === 2 ? [] : rows.filter((r) => r.events.length !== 1);
+        // A Version 1 backup takes Version 1 deliveries as they are; a batch, even of one event,
+        // becomes one `msg_<position>` delivery per event, the id Version 1 receivers dedupe by.
+        const whole = backup.version === 2 ? rows : rows.filter((r) => !isBatch(r));
+        const split = backup.version === 2 ? [] : rows.filter(isBatch);
         if (whole.length > 0) {
           await sql`UPDATE webhook_deliveries SET url_id = ${backup.id}, retry = false, attempts = 0, first_failed_at = NULL, claim = NULL, claimed_until = NULL, due_at = now()
             WHERE id = ANY(${whole.map((r) => String(r.id))}::bigint[])`.execute(trx);
@@ -89,9 +91,12 @@ export async function rerouteDeadUrl(db: Kysely<Database>, urlId: bigint): Promi
   }
 }
 
+/** A Version 2 batch (`bat_…`), whatever its number of events, or a row of several events. */
+const isBatch = (r: { webhook_id: string; events: readonly string[] }): boolean => r.events.length !== 1 || r.webhook_id.startsWith('bat_');
+
 /**
- * A claimed multi-event row for a Version 1 URL (its Version changed while the row waited):
- * replaced by one row per event, due now. False if the claim was lost meanwhile.
+ * A claimed Version 2 batch for a Version 1 URL (its Version changed while the row waited):
+ * replaced by one row per event (`msg_<position>`), due now. False if the claim was lost meanwhile.
  */
 export async function splitForVersion1(db: Kysely<Database>, row: { id: bigint; claim: string; urlId: bigint }): Promise<boolean> {
   return db.transaction().execute(async (trx) => {

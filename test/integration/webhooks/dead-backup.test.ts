@@ -190,6 +190,28 @@ describe('dead URLs and backups', () => {
     expect(messageIds('/backup/34')).toEqual(range(300, 10));
   });
 
+  it('a batch of one event reaches a Version 1 URL under its event`s msg_ id, whether its URL died for a backup or switched Version', async () => {
+    const primary = await hook(db, '76', { EventType: 'sent', Url: receiver.url('/broken/76'), Version: 2 });
+    await hook(db, '76', { EventType: 'sent', Url: receiver.url('/backup/76'), IsBackup: true });
+    const switched = await hook(db, '77', { EventType: 'sent', Url: receiver.url('/switch/77'), Version: 2 });
+    // One event each: a batch of one, waiting for its window.
+    dispatcher = await startDispatcher(db, { retryScheduleSeconds: SCHEDULE, batchWindowMs: 1500 });
+    await append(db, '76', sends('n', 500, 1));
+    await append(db, '77', sends('o', 600, 1));
+    await waitFor('one waiting batch of 1', async () => (await db.kysely.selectFrom('webhook_deliveries').select('webhook_id').where('url_id', '=', switched.id).execute()).length === 1);
+    await updateCallbackUrl(db.kysely, '77', switched.id, { Version: 1 });
+    await waitFor('the primary to turn dead', async () => (await urlStatus(db, primary.id)) === 'dead');
+    await outboxEmpty(db);
+    expect(receiver.at('/broken/76').every((r) => r.webhookId.startsWith('bat_'))).toBe(true);
+    for (const path of ['/backup/76', '/switch/77']) {
+      const got = receiver.at(path);
+      expect(got.length).toBeGreaterThan(0);
+      expect(got.every((r) => !Array.isArray(JSON.parse(r.body)) && r.webhookId.startsWith('msg_'))).toBe(true);
+    }
+    expect(messageIds('/backup/76')).toEqual([500]);
+    expect(messageIds('/switch/77')).toEqual([600]);
+  });
+
   it('a Version 2 URL switched to Version 1 gets its waiting batch as single events', async () => {
     const url = await hook(db, '35', { EventType: 'sent', Url: receiver.url('/switch/35'), Version: 2 });
     dispatcher = await startDispatcher(db, { batchWindowMs: 1500 });
