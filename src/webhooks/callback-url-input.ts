@@ -95,6 +95,9 @@ export function checkCallbackUrl(v: unknown): Checked<string> {
   try {
     url = new URL(text);
   } catch {
+    // The parser refuses a port past 65535 as it refuses any malformed URL: say which it is.
+    const port = /^https?:\/\/(?:[^/?#@]*@)?(?:\[[^\]]*\]|[^/?#:]*):(\d+)(?:[/?#]|$)/i.exec(text)?.[1];
+    if (port !== undefined && Number(port) > 65535) return { ok: false, message: `Url's port must be between 1 and 65535, got ${show(v)}` };
     return { ok: false, message: `Url must be an absolute http or https URL, got ${show(v)}` };
   }
   // Spelled so, the scheme is http or https (`http:host/path` parses too, but is not spelled so).

@@ -39,6 +39,10 @@ describe('checkCallbackUrl', () => {
     ['http:example.com/hook', /http:\/\/ or https:\/\//],
     ['http:/example.com/hook', /http:\/\/ or https:\/\//],
     ['https://example.com:0/hook', /port must be between 1 and 65535/],
+    ['http://127.0.0.1:99999/x', /port must be between 1 and 65535/],
+    ['https://u:p@example.com:65536/hook', /port must be between 1 and 65535/],
+    ['https://[::1]:70000/hook', /port must be between 1 and 65535/],
+    ['https://example.com:12ab/hook', /absolute http or https URL/],
   ])('refuses %j', (url, message) => {
     const r = checkCallbackUrl(url);
     expect(r.ok).toBe(false);
