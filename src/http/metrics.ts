@@ -162,7 +162,7 @@ function outboxGauges(reading: () => OutboxBacklog | null): MetricGauge[] {
       help: `Webhook deliveries waiting in the outbox (retries waiting for their time, Version 2 batches in their window, first attempts a full lane spilled), every tenant; exact up to ${EXACT_OUTBOX_COUNT}, past it Postgres's estimate`,
       read: of((b) => b.deliveries),
     },
-    { name: 'mailtally_webhook_outbox_oldest_seconds', help: 'How long the oldest delivery in the outbox has waited since it was enqueued (0 when none waits)', read: of((b) => b.oldestSeconds) },
+    { name: 'mailtally_webhook_outbox_oldest_seconds', help: 'How long the oldest delivery in the outbox has waited there (0 when none waits); a Version 1 first attempt enters the outbox when it fails', read: of((b) => b.oldestSeconds) },
     { name: 'mailtally_webhook_urls', help: 'Callback URLs by status (alive, dead), every tenant', label: 'status', read: of((b) => b.urls) },
   ];
 }
