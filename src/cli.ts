@@ -34,7 +34,9 @@ Exit codes:
   0    done
   1    failed: a bad setting, a server not reachable, an error while running
   2    the command line is wrong: unknown command or option, an option or argument the
-       command does not take, a missing or bad value (this text follows the message)
+       command does not take, a missing or bad value, a file that is not there, a file
+       whose first event carries no APIKeyID without --api-key-id (this text follows the
+       message; nothing has been done)
   3    import / publish went through the file but left lines out: rejected by import
        (counted in its summary, listed with their reasons by dead-letters) or skipped
        by publish (each listed with its reason in its summary)
@@ -85,7 +87,11 @@ async function main(argv: string[]): Promise<number> {
       if (apiKeyId !== undefined && config.nats === null) {
         throw new UsageError('publish --api-key-id names the tenant on NATS only; without NATS_URL the events go to the tenant of MAILTALLY_API_KEY');
       }
-      return publish.runPublish(config, requireFile(rest[0], 'publish'), { apiKeyId, url });
+      // And with NATS nothing goes over HTTP: --url would be ignored.
+      if (url !== undefined && config.nats !== null) throw new UsageError('publish --url names the HTTP ingest, used without NATS_URL only; with NATS_URL set the events go to NATS');
+      const file = requireFile(rest[0], 'publish');
+      if (config.nats !== null && apiKeyId === undefined) await requireTenant(file, 'publish');
+      return publish.runPublish(config, file, { apiKeyId, url });
     }
     case 'import': {
       // The flags first, then the file: each refused before any database work.
@@ -93,7 +99,9 @@ async function main(argv: string[]): Promise<number> {
         apiKeyId: apiKeyIdFlag(values['api-key-id']),
         batchSize: values['batch-size'] !== undefined ? positiveInt(values['batch-size'], '--batch-size', MAX_IMPORT_BATCH) : 5000,
       };
-      return (await import('./cli/import.js')).runImport(config, requireFile(rest[0], 'import'), opts);
+      const file = requireFile(rest[0], 'import');
+      if (opts.apiKeyId === undefined) await requireTenant(file, 'import');
+      return (await import('./cli/import.js')).runImport(config, file, opts);
     }
     case 'replay': {
       const replay = await import('./cli/replay.js');
@@ -122,6 +130,13 @@ function requireFile(file: string | undefined, command: string): string {
     throw new UsageError(`${command}: cannot read ${file}: ${why}`);
   }
   return file;
+}
+
+/** Without --api-key-id, a file whose first event names no tenant is refused before any work (each of its lines would be). */
+async function requireTenant(file: string, command: string): Promise<void> {
+  const { firstLineWithoutTenant } = await import('./cli/jsonl.js');
+  const lineNo = await firstLineWithoutTenant(file);
+  if (lineNo !== null) throw new UsageError(`${command}: line ${lineNo} of ${file} has no APIKeyID: pass --api-key-id N for a file whose events carry none, or put APIKeyID in each event`);
 }
 
 function positiveInt(text: string, flag: string, max = Number.MAX_SAFE_INTEGER): number {

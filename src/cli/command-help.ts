@@ -74,7 +74,8 @@ MAILTALLY_SECRET_KEY, HOST, PORT.
 Exit codes: 0 done; 1 failed (NATS or the server not reachable, the credentials refused; over
 HTTP a failure after requests went through prints the summary too, StoppedAtLine the first
 line not sent);
-2 the command line is wrong (a missing file among them); 3 lines skipped (each listed with
+2 the command line is wrong (a missing file, --url with NATS_URL set, a file whose first
+event carries no APIKeyID without --api-key-id over NATS); 3 lines skipped (each listed with
 its reason in the summary); 130 stopped by Ctrl-C (the summary counts what was sent; a rerun
 stores the rest, each event once).`,
 
@@ -92,7 +93,8 @@ Options:
 Settings: ${SETTINGS_DB}.
 
 Exit codes: 0 done; 1 failed (the database not reachable); 2 the command line is wrong (a
-missing file, an --api-key-id naming no key); 3 lines rejected (counted in the summary);
+missing file, an --api-key-id naming no key, a file whose first event carries no APIKeyID
+without --api-key-id); 3 lines rejected (counted in the summary);
 130 stopped by Ctrl-C (the summary counts what was written; a rerun stores the rest).`,
 
   replay: `Usage: mailtally replay [--projection name[,name]]

@@ -95,3 +95,22 @@ export function lineTenant(value: unknown, flag: string | undefined): LineTenant
   const text = typeof id === 'bigint' || typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id)) ? String(id) : null;
   return text !== null && isApiKeyId(text) ? { ok: true, id: text } : { ok: false, reason: 'APIKeyID: must be a positive 64-bit integer' };
 }
+
+/**
+ * The number of the file's first line when it is a JSON object without an APIKeyID (a file
+ * whose events carry none, given without --api-key-id: each line would be rejected), else null.
+ * Only the first line is read.
+ */
+export async function firstLineWithoutTenant(path: string): Promise<number | null> {
+  for await (const line of openJsonLines(path).lines) {
+    if (line.problem !== undefined) return null;
+    let value: unknown;
+    try {
+      value = JSON.parse(line.text);
+    } catch {
+      return null;
+    }
+    return value !== null && typeof value === 'object' && !Array.isArray(value) && !Object.hasOwn(value, 'APIKeyID') ? line.lineNo : null;
+  }
+  return null;
+}

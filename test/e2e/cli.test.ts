@@ -441,6 +441,29 @@ describe('errors and migrate', () => {
     expect(await letters()).toBe(before);
   });
 
+  it('import or publish to NATS of a file whose events carry no APIKeyID, without --api-key-id, exits 2 before any work', async () => {
+    const path = join(dir, 'no-tenant.jsonl');
+    // Events as a producer without tenants writes them (event() puts no APIKeyID in).
+    writeFileSync(path, `\n${line(event(1))}\n${line(event(2))}\n`);
+    const letters = async () => Number((await t.db.kysely.selectFrom('dead_letters').select((e) => e.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+    const before = await letters();
+    for (const [command, env] of [['import', dbEnv], ['publish', t.env]] as const) {
+      const r = await runCli([command, path], { env });
+      expect({ command, code: r.code }, r.stderr).toEqual({ command, code: 2 });
+      expect(r.stderr).toMatch(new RegExp(`^${command}: line 2 of .*no-tenant\\.jsonl has no APIKeyID: pass --api-key-id N for a file whose events carry none, or put APIKeyID in each event\n`));
+    }
+    expect(await letters()).toBe(before);
+    // With the flag, the same file goes in.
+    const r = await runCli(['import', path, '--api-key-id', t.key.APIKeyID], { env: dbEnv });
+    expect(r.code, r.stderr).toBe(0);
+  });
+
+  it('publish --url with NATS_URL set exits 2: the events would go to NATS', async () => {
+    const r = await runCli(['publish', join(dir, 'none.jsonl'), '--url', 'http://127.0.0.1:3000'], { env: t.env });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^publish --url names the HTTP ingest, used without NATS_URL only; with NATS_URL set the events go to NATS\n/);
+  });
+
   it('import --batch-size has a maximum, said before any work', async () => {
     const r = await runCli(['import', join(dir, 'none.jsonl'), '--batch-size', '300000'], { env: dbEnv });
     expect(r.code).toBe(2);
