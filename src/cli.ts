@@ -49,6 +49,10 @@ Configuration comes from environment variables (see .env.example).`;
 async function main(argv: string[]): Promise<number> {
   const { positionals, values, tokens } = parseArguments(argv);
   const [command, ...rest] = positionals;
+  if (values.version && command === undefined) {
+    console.log(await version());
+    return 0;
+  }
   if (values.help || command === 'help') {
     // `mailtally import --help`, `mailtally help import`: that command's own; else the overview.
     const about = command === 'help' ? rest[0] : command;
@@ -116,6 +120,12 @@ async function main(argv: string[]): Promise<number> {
 }
 
 export { UsageError };
+
+/** The package's version, from package.json beside src/. */
+async function version(): Promise<string> {
+  const { readFileSync } = await import('node:fs');
+  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+}
 
 function requireFile(file: string | undefined, command: string): string {
   if (file === undefined) throw new UsageError(`${command}: give the path of a .jsonl file (one event per line)`);
@@ -212,11 +222,15 @@ function parseArguments(argv: string[]) {
         url: { type: 'string' },
         projection: { type: 'string' },
         help: { type: 'boolean', short: 'h', default: false },
+        version: { type: 'boolean', short: 'v', default: false },
       },
     });
   } catch (err) {
-    if (typeof (err as { code?: unknown }).code === 'string' && (err as { code: string }).code.startsWith('ERR_PARSE_ARGS_')) throw new UsageError((err as Error).message);
-    throw err;
+    const code = (err as { code?: unknown }).code;
+    if (typeof code !== 'string' || !code.startsWith('ERR_PARSE_ARGS_')) throw err;
+    // Node's own text goes on about positional arguments after `--`, which no command takes.
+    const unknown = code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /^Unknown option '([^']+)'/.exec((err as Error).message)?.[1] : undefined;
+    throw new UsageError(unknown !== undefined ? `Unknown option ${unknown}` : (err as Error).message);
   }
 }
 

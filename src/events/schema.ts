@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * The raw event contract (CONTRACT.md §1): one zod schema per event type, Mailjet's
+ * The raw event contract (README, Sending events): one zod schema per event type, Mailjet's
  * event-callback field names. Unknown extra fields are allowed (kept in the log's payload).
  */
 

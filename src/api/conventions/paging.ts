@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { apiErrors } from '../../http/errors.js';
 import { bool, int, text } from './params.js';
 
-/** Limit / Offset / countOnly / Sort, shared by every list (CONTRACT.md §3). */
+/** Limit / Offset / countOnly / Sort, shared by every list (README, The read API). */
 
 export const MAX_LIMIT = 1000;
 export const DEFAULT_LIMIT = 10;

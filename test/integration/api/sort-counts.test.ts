@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ApiFixture, openApiFixture } from '../../support/api.js';
 import { loadMessageEvents } from './message-events-data.js';
 
-/** The counts, delays and rates a resource shows sort too (CONTRACT.md §3: "the natural ones such as times and counts"). */
+/** The counts, delays and rates a resource shows sort too (README, The read API: Sort). */
 
 let f: ApiFixture;
 beforeAll(async () => {

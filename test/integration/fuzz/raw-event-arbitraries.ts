@@ -5,7 +5,7 @@ import { EVENT_TYPES, INT64_MAX, MAX_UNIX_SECONDS, UINT64_MAX } from '../../../s
 /**
  * fast-check generators of raw events for the ingest fuzz tests: valid events of every type (all
  * their optional fields, unknown extras, 64-bit ids spelled every allowed way), and malformed
- * ones made from a valid event by one mutation that the contract (CONTRACT.md §1) refuses, each
+ * ones made from a valid event by one mutation that the contract (README, Sending events) refuses, each
  * with the name of what was broken. Every valid event carries a unique `fz` extra field, so two
  * of them are never the same event (derived EventIDs never collide by chance).
  */
