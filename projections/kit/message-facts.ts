@@ -2,8 +2,8 @@ import { maxId, maxText } from './ids.js';
 import type { Group, LogEvent } from './types.js';
 
 /**
- * The facts every message-level number is built from (projections/README.md, What the numbers mean), derived from the set of
- * a message's events — never from their arrival order:
+ * The facts every message-level number is built from (projections/README.md, the numbers),
+ * derived from the set of a message's events — never from their arrival order:
  * - message time: the smallest `time` among its delivery events; processed once it has one;
  * - a flag per kind of outcome, with the time of its first event (smallest time; ties by EventID);
  * - its campaign, contact, list, sender…: the largest non-empty value its events carry (events of
@@ -251,9 +251,10 @@ const NO_VALUES: readonly string[] = [];
  * its part of that column: a later event can move the message to another row (a larger campaign
  * id), and a minimum or maximum cannot be taken back from the row it leaves. The rows an event
  * names only grow with the message's events, so each column depends only on the set of events
- * (projections/README.md, What the numbers mean). Such rows count no message of their own until one counts there (`messages`
- * 0; the API lists only rows that count a message). What part a row gets is each read model's
- * (campaign-overview.ts, contact-statistics.ts, list-recipient-statistics.ts).
+ * (projections/README.md, the numbers). Such rows count no message of their own until one
+ * counts there (`messages` 0; the API lists only rows that count a message). What part a row
+ * gets is each read model's (campaign-overview.ts, contact-statistics.ts,
+ * list-recipient-statistics.ts).
  */
 export function otherValues(f: MessageFacts, dim: MixedDim): readonly string[] {
   if (!f.mixed[dim]) return NO_VALUES;

@@ -7,11 +7,12 @@ import { caughtUp, logRows, NO_DIFFERENCES, startProjector, verifyAgainstReplay 
 import { batchesOf, eventSetArb } from '../unit/projections/arbitraries.js';
 
 /**
- * The read models are a pure function of the set of events in the log (projections/README.md, What the numbers mean): a random
- * event set appended in random batches, projected with a random batch size by a projector that is
- * stopped at a random point while appends go on and replaced by another one, ends equal to one
- * clean replay of the log (EXCEPT ALL both ways, per table). Each projector keeps a group cache
- * of a random size (none, a few groups so that groups drop out and are read again, or all).
+ * The read models are a pure function of the set of events in the log (projections/README.md,
+ * the numbers): a random event set appended in random batches, projected with a random batch
+ * size by a projector that is stopped at a random point while appends go on and replaced by
+ * another one, ends equal to one clean replay of the log (EXCEPT ALL both ways, per table). Each
+ * projector keeps a group cache of a random size (none, a few groups so that groups drop out and
+ * are read again, or all).
  */
 
 /**

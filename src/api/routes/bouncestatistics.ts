@@ -16,8 +16,9 @@ import { MAX_UINT64, itemId } from './item-id.js';
  * item form answers every bounce of that message (oldest first).
  *
  * Choices where the reference is silent:
- * - no implicit date window (projections/README.md, What the numbers mean): without FromTS/ToTS/Period/EventFromTs every bounce
- *   is listed; FromTS/ToTS/Period keep their shared meaning (the campaign's send time);
+ * - no implicit date window (projections/README.md, the numbers): without
+ *   FromTS/ToTS/Period/EventFromTs every bounce is listed; FromTS/ToTS/Period keep their shared
+ *   meaning (the campaign's send time);
  * - EventFromTs is inclusive and EventToTs exclusive, on BouncedAt, like FromTS/ToTS;
  * - `StateID` is 0 when the bounce's error text matches no Mailjet message state;
  * - Sort: `ID` (the message id) and `BouncedAt`, both directions; the default order is by ID,

@@ -17,8 +17,9 @@ import { itemId } from './item-id.js';
  * position in the event log), unique across tenants.
  *
  * Choices where the reference is silent:
- * - no implicit date window (projections/README.md, What the numbers mean); FromTS/ToTS/Period keep their shared meaning (the
- *   campaign's send time); EventFromTs (inclusive) / EventToTs (exclusive) are on ClickedAt;
+ * - no implicit date window (projections/README.md, the numbers); FromTS/ToTS/Period keep their
+ *   shared meaning (the campaign's send time); EventFromTs (inclusive) / EventToTs (exclusive)
+ *   are on ClickedAt;
  * - `ClickedDelay` is seconds from the message time to the click, 0 while the message has no
  *   delivery event yet (the delay is unknown);
  * - `UserAgentID` is the id of the parsed user agent (platform + client), the same id

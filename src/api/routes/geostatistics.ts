@@ -14,7 +14,8 @@ import { type ListResult, defineResource } from '../resource.js';
  * /geostatistics — opens and clicks per country (the `geo` of the open / click events) over the
  * messages the campaign filter block selects, from `geo_stats` (projections/geo.ts).
  * - OpenedCount / ClickedCount count distinct messages, like every unqualified OpenedCount /
- *   ClickedCount (projections/README.md, What the numbers mean): a message opened from two countries counts in both.
+ *   ClickedCount (projections/README.md, the numbers): a message opened from two countries
+ *   counts in both.
  * - MessageStatus is refused (400): `geo_stats` keeps no per-message rows to test a status on.
  * - Item form /{Country} (two-letter code, any case), with the same filters as the list.
  * - Default order: Country. No sort in Mailjet's metadata; Country, OpenedCount and

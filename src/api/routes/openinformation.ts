@@ -17,9 +17,9 @@ import { MAX_UINT64, itemId } from './item-id.js';
  * `openinformation/{message_ID}`), so a listed record is found again at `/openinformation/{ID}`.
  *
  * Choices where the reference is silent:
- * - no implicit date window (projections/README.md, What the numbers mean); FromTS/ToTS/Period keep their shared meaning (the
- *   campaign's send time); EventFromTs (inclusive) / EventToTs (exclusive) are on OpenedAt, the
- *   first open;
+ * - no implicit date window (projections/README.md, the numbers); FromTS/ToTS/Period keep their
+ *   shared meaning (the campaign's send time); EventFromTs (inclusive) / EventToTs (exclusive)
+ *   are on OpenedAt, the first open;
  * - `ArrivedAt` is the message's first `sent` (its message time when it has none; "" when the
  *   message has no delivery event yet);
  * - `UserAgentID` is the id of the parsed user agent (platform + client) of the first open, the

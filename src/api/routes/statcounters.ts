@@ -190,8 +190,9 @@ export const statcountersResource = defineResource({
     if (s.sourceIds !== null) {
       where.push(s.sourceIds.length === 1 ? sql`source_id = ${(s.sourceIds[0] as bigint).toString()}::int8` : sql`source_id = ANY(${s.sourceIds.map(String)}::int8[])`);
     }
-    // Slices in [FromTS, ToTS): those whose start (Timeslice) is in it (projections/README.md, What the numbers mean), so a
-    // slice that began before FromTS, and holds counts from before it, is not listed.
+    // Slices in [FromTS, ToTS): those whose start (Timeslice) is in it (projections/README.md,
+    // the numbers), so a slice that began before FromTS, and holds counts from before it, is not
+    // listed.
     if (s.from !== null) where.push(sql`timeslice >= ${s.from}::int8`);
     if (s.to !== null) where.push(sql`timeslice < ${s.to}::int8`);
     const { rows, total } = await readList<Row>(

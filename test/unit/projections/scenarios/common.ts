@@ -1,7 +1,8 @@
 /**
  * Shared vocabulary of the read-model scenarios: a day that starts on a UTC midnight, user agents
  * whose parse is known, and a maker of raw events for one message with fixed dimensions.
- * Every expected value in the scenarios is written by hand from projections/README.md, What the numbers mean.
+ * Every expected value in the scenarios is written by hand from the definitions in
+ * projections/README.md.
  */
 
 /** 2023-11-15T00:00:00Z. */
