@@ -19,8 +19,10 @@ export interface AuthFailures {
 /**
  * HTTP Basic (API key as user, secret key as password) → the tenant, or a 401. With `failures`
  * (every route taking Basic auth shares one), an address past its failed attempts (those still
- * being checked included) gets 429 before its credentials are even looked at, so secrets cannot
- * be guessed at speed on any route, one at a time or all at once.
+ * being checked included) gets 429 before its credentials are checked, so secrets cannot be
+ * guessed at speed on any route, one at a time or all at once — but credentials this process
+ * has already verified still pass (checked again once their cached check expired): someone
+ * sharing the address (a NAT, a proxy) cannot lock its tenants out by failing on purpose.
  */
 export async function authenticate(req: FastifyRequest, verifier: KeyVerifier, failures?: AuthFailures | null): Promise<Principal> {
   if (failures == null) {
@@ -28,11 +30,12 @@ export async function authenticate(req: FastifyRequest, verifier: KeyVerifier, f
     return check(verifier, publicKey, secret);
   }
   const blocked = failures.blockedFor(req.ip);
-  if (blocked > 0) throw apiErrors.tooManyRequests(blocked, 'Too many failed authentication attempts from this address; retry later');
+  const tooMany = () => apiErrors.tooManyRequests(blocked, 'Too many failed authentication attempts from this address; retry later');
   let given: { publicKey: string; secret: string };
   try {
     given = credentialsOf(req);
   } catch (err) {
+    if (blocked > 0) throw tooMany();
     failures.fail(req.ip);
     throw err;
   }
@@ -40,6 +43,7 @@ export async function authenticate(req: FastifyRequest, verifier: KeyVerifier, f
   const credentials = credentialKey(publicKey, secret);
   const known = verifier.cached(credentials);
   if (known !== undefined) return known;
+  if (blocked > 0 && !verifier.proven(credentials)) throw tooMany();
   failures.begin(req.ip, credentials);
   try {
     return await check(verifier, publicKey, secret);

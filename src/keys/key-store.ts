@@ -145,6 +145,15 @@ export class KeyVerifier {
     return check;
   }
 
+  /**
+   * Whether these credentials were verified in this process since the last revocation it heard
+   * of, their entry expired or not (until the cache is full and cleared): the failed-login limit
+   * lets them be checked again rather than refusing them (src/http/auth.ts).
+   */
+  proven(credentials: string): boolean {
+    return this.#cache.has(credentials);
+  }
+
   /** Drops every verified pair (a key was revoked: see KEYS_CHANNEL); the next request of each is checked again. */
   forget(): void {
     this.#generation += 1;
