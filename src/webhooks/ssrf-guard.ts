@@ -105,6 +105,18 @@ export function vetLiteralHost(host: string, allow: AllowList): void {
 
 type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | dns.LookupAddress[], family?: number) => void;
 
+/** Resolver answers that a name has no address. */
+const NO_SUCH_NAME = new Set(['ENOTFOUND', 'EAI_NONAME', 'EAI_NODATA', 'EAI_FAIL']);
+
+/**
+ * A name that has no address, and a name whose address is forbidden, fail alike (a `dns` error
+ * saying the name does not resolve to a public address): told apart, a tenant could find out
+ * through its callback URLs' attempts which names exist on the server's network.
+ */
+function notPublic(hostname: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`${hostname} does not resolve to a public address`), { code: 'ENOTFOUND' });
+}
+
 /**
  * A `lookup` for net/tls.connect: resolves, refuses the whole name if any address is
  * forbidden, and hands the socket exactly the addresses it vetted.
@@ -112,11 +124,11 @@ type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | dns.
 export function guardedLookup(allow: AllowList, resolve: typeof dns.lookup = dns.lookup) {
   return (hostname: string, options: dns.LookupOptions, callback: LookupCallback): void => {
     resolve(hostname, { all: true, family: options.family ?? 0, ...(options.hints !== undefined ? { hints: options.hints } : {}) }, (err, addresses) => {
-      if (err !== null) return callback(err, []);
+      if (err !== null) return callback(NO_SUCH_NAME.has(err.code ?? '') && isIP(hostname) === 0 ? notPublic(hostname) : err, []);
       try {
         vetAddresses(hostname, addresses.map((a) => a.address), allow);
       } catch (e) {
-        return callback(e as NodeJS.ErrnoException, []);
+        return callback(isIP(hostname) === 0 ? notPublic(hostname) : (e as NodeJS.ErrnoException), []);
       }
       if (options.all === true) return callback(null, addresses);
       const first = addresses[0] as dns.LookupAddress;

@@ -45,7 +45,6 @@ describe('SSRF: hostile targets are refused without the allow-list', () => {
     ['2130706433 (decimal 127.0.0.1)', () => `http://2130706433:${port()}/hook`],
     ['0x7f000001 (hex 127.0.0.1)', () => `http://0x7f000001:${port()}/hook`],
     ['017700000001 (octal 127.0.0.1)', () => `http://017700000001:${port()}/hook`],
-    ['localhost (a name resolving to loopback)', () => `http://localhost:${port()}/hook`],
     ['https on a private address', () => 'https://192.168.0.10/hook'],
   ])('%s', async (_name, url) => {
     const outcome = await post(client({ allowList: EMPTY_ALLOW_LIST }), url());
@@ -53,11 +52,20 @@ describe('SSRF: hostile targets are refused without the allow-list', () => {
     expect(receiver.requests).toHaveLength(0);
   });
 
+  it('refuses a name resolving to a private address (localhost) as it does a name that does not exist, so names cannot be probed', async () => {
+    const missing = (() => ((_n: string, _o: unknown, cb: (e: Error | null, a: dns.LookupAddress[]) => void) => cb(Object.assign(new Error('getaddrinfo ENOTFOUND'), { code: 'ENOTFOUND' }), []))) as () => typeof dns.lookup;
+    const local = await post(client({ allowList: EMPTY_ALLOW_LIST }), `http://localhost:${receiver.port}/hook`);
+    const absent = await post(client({ allowList: EMPTY_ALLOW_LIST, resolve: missing() }), 'http://no-such-host.internal/hook');
+    expect(local).toMatchObject({ ok: false, statusCode: null, errorClass: 'dns', snippet: 'localhost does not resolve to a public address' });
+    expect(absent).toMatchObject({ ok: false, statusCode: null, errorClass: 'dns', snippet: 'no-such-host.internal does not resolve to a public address' });
+    expect(receiver.requests).toHaveLength(0);
+  });
+
   it('connects to the address the guard vetted (a name resolving to a private address is refused; to an allowed one, pinned)', async () => {
     const resolveTo = (address: string) =>
       ((_n: string, _o: unknown, cb: (e: Error | null, a: dns.LookupAddress[]) => void) => cb(null, [{ address, family: 4 }])) as unknown as typeof dns.lookup;
     const refused = await post(client({ allowList: EMPTY_ALLOW_LIST, resolve: resolveTo('10.1.2.3') }), 'http://hooks.example/x');
-    expect(refused).toMatchObject({ ok: false, errorClass: 'ssrf_blocked' });
+    expect(refused).toMatchObject({ ok: false, errorClass: 'dns', snippet: 'hooks.example does not resolve to a public address' });
     const pinned = await post(client({ resolve: resolveTo('127.0.0.1') }), `http://hooks.example:${receiver.port}/pinned`);
     expect(pinned).toMatchObject({ ok: true, statusCode: 200 });
     expect(receiver.requests.map((r) => [r.path, r.headers['host']])).toEqual([['/pinned', `hooks.example:${receiver.port}`]]);
