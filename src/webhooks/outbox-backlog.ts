@@ -41,3 +41,10 @@ export async function readOutboxBacklog(db: Kysely<Database>): Promise<OutboxBac
     urls: { alive: byStatus.get('alive') ?? 0, dead: byStatus.get('dead') ?? 0 },
   };
 }
+
+/** How many deliveries of one key wait in the outbox, counted up to `upTo` (a scan of at most that many of its rows). */
+export async function waitingForKey(db: Kysely<Database>, apiKeyId: string, upTo: number): Promise<number> {
+  const { rows } = await sql<{ n: string }>`
+    SELECT count(*) AS n FROM (SELECT 1 FROM webhook_deliveries WHERE api_key_id = ${apiKeyId}::int8 LIMIT ${upTo}) AS d`.execute(db);
+  return Number(rows[0]?.n ?? 0);
+}

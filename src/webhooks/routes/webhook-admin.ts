@@ -7,6 +7,7 @@ import { apiErrors } from '../../http/errors.js';
 import type { KeyVerifier } from '../../keys/key-store.js';
 import type { RateLimiter } from '../../api/conventions/rate-limit.js';
 import type { GroupingLimits } from '../enqueue.js';
+import { waitingForKey } from '../outbox-backlog.js';
 import { replayWebhookEvents, parseReplayRequest } from '../replay-webhooks.js';
 import { attemptToWire, listWebhookAttempts, parseAttemptFilters } from '../webhook-attempts.js';
 import { toJson } from '../../api/conventions/json.js';
@@ -21,7 +22,9 @@ import { refuseOtherMethods } from '../../http/methods.js';
  *   answered in the {Count, Data, Total} envelope.
  * - POST /v1/webhooks/replay — sends a range of the key's events again to its URLs:
  *   {FromPosition | FromTS, ToPosition?, ToTS?, EventType?} → 202 {Events, Deliveries, NextPosition}.
- *   Read-only keys get 403; one replay per key at a time in a process (another meanwhile: 429).
+ *   Read-only keys get 403; one replay per key at a time in a process (another meanwhile: 429),
+ *   and none while the key has `maxReplayBacklog` deliveries or more waiting in the outbox (429:
+ *   one tenant's replays cannot pile up deliveries ahead of every other tenant's).
  * Both count against the key's request budget (API_RATE_LIMIT), as /v3/REST requests do.
  */
 
@@ -33,11 +36,16 @@ export interface WebhookAdminDeps {
   readonly grouping: GroupingLimits;
   /** Events replayed per call at most (NextPosition says where to continue). */
   readonly maxReplayEvents?: number;
+  /** A replay is refused while the key has this many deliveries waiting in the outbox (default MAX_REPLAY_BACKLOG). */
+  readonly maxReplayBacklog?: number;
   /** Requests per key (API_RATE_LIMIT), shared with /v3/REST. */
   readonly rateLimiter?: RateLimiter;
 }
 
 const paging = listSchema({});
+
+/** Deliveries of a key waiting in the outbox past which its replays are refused for now: one replay call's most. */
+export const MAX_REPLAY_BACKLOG = 100_000;
 
 export function registerWebhookAdmin(app: FastifyInstance, deps: WebhookAdminDeps): void {
   const reader = authenticateFirst(deps.verifier, deps.authFailures);
@@ -72,6 +80,10 @@ export function registerWebhookAdmin(app: FastifyInstance, deps: WebhookAdminDep
     replaying.add(principal.apiKeyId);
     let r: Awaited<ReturnType<typeof replayWebhookEvents>>;
     try {
+      const backlog = deps.maxReplayBacklog ?? MAX_REPLAY_BACKLOG;
+      if ((await waitingForKey(deps.db, principal.apiKeyId, backlog)) >= backlog) {
+        throw apiErrors.tooManyRequests(60, `This API key has ${backlog} deliveries or more waiting to be sent; replay again once they have gone out (GET /v1/webhooks/attempts shows them)`);
+      }
       r = await replayWebhookEvents(deps.db, principal.apiKeyId, range.value, deps.grouping, deps.maxReplayEvents);
     } finally {
       replaying.delete(principal.apiKeyId);

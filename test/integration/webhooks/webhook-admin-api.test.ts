@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerWebhookAdmin } from '../../../src/webhooks/routes/webhook-admin.js';
 import type { Db } from '../../../src/db/connect.js';
@@ -112,5 +113,32 @@ describe('POST /v1/webhooks/replay', () => {
     expect(await call('POST', '/v1/webhooks/replay', keys.a, { FromTS: '2030-01-01T00:00:00Z', ToTS: '2020-01-01T00:00:00Z' })).toMatchObject({ status: 400, body: { ErrorMessage: expect.stringMatching(/ToTS must be later than FromTS/) } });
     expect((await call('POST', '/v1/webhooks/replay', keys.ro, { FromTS: 0 })).status).toBe(403);
     expect((await call('POST', '/v1/webhooks/replay', null, { FromTS: 0 })).status).toBe(401);
+  });
+});
+
+describe('POST /v1/webhooks/replay while the key`s deliveries pile up', () => {
+  it('answers 429 while the key has maxReplayBacklog deliveries waiting, other keys unaffected', async () => {
+    const limited = createServer({ port: 0, host: '127.0.0.1', tls: null, allowInsecureHttp: false, trustProxy: false, requestTimeoutMs: 60_000, shutdownGraceMs: 5000 }, quietLogger());
+    registerWebhookAdmin(limited, { db: db.kysely, verifier: new KeyVerifier(db.kysely), grouping: { windowMs: 0, maxEvents: 100, maxBytes: 262_144 }, maxReplayBacklog: 3 });
+    await limited.ready();
+    const replay = async (key: CreatedApiKey) =>
+      limited.inject({ method: 'POST', url: '/v1/webhooks/replay', headers: { authorization: basicAuth(key), 'content-type': 'application/json' }, payload: '{"FromPosition":0}' });
+    try {
+      // Three of key b's deliveries waiting an hour for their retry (no dispatcher takes them before).
+      await sql`
+        INSERT INTO webhook_deliveries (api_key_id, url_id, webhook_id, events, positions, bytes, retry, due_at)
+        SELECT ${keys.b.APIKeyID}::int8, 999999, 'msg_backlog_' || g, ARRAY['{}'], ARRAY[g::bigint], 2, true, now() + interval '1 hour'
+        FROM generate_series(1, 3) AS g`.execute(db.kysely);
+      const refused = await replay(keys.b);
+      expect(refused.statusCode).toBe(429);
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+      expect(refused.json()).toEqual({ ErrorInfo: '', ErrorMessage: 'This API key has 3 deliveries or more waiting to be sent; replay again once they have gone out (GET /v1/webhooks/attempts shows them)', StatusCode: 429 });
+      expect((await replay(keys.a)).statusCode).toBe(202);
+      await sql`DELETE FROM webhook_deliveries WHERE webhook_id LIKE 'msg_backlog_%'`.execute(db.kysely);
+      expect((await replay(keys.b)).statusCode).toBe(202);
+    } finally {
+      await sql`DELETE FROM webhook_deliveries WHERE webhook_id LIKE 'msg_backlog_%'`.execute(db.kysely);
+      await limited.close();
+    }
   });
 });
