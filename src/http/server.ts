@@ -154,7 +154,8 @@ function errorHandler(): (err: unknown, req: FastifyRequest, reply: FastifyReply
       if (unavailableLog.take()) {
         req.log.warn({ url: req.url, cause: err instanceof Error ? err.message : String(err), alsoAnswered503Since: unavailableLog.suppressed }, 'request answered 503: the database is unavailable');
       }
-    } else if (e.statusCode >= 500) {
+    } else if (e.statusCode >= 500 && !(err instanceof ApiError && e.statusCode === 503)) {
+      // A 503 thrown on purpose (busy, the log away) is said where it is thrown, if at all.
       req.log.error({ err, url: req.url }, 'request failed');
     }
     void reply
