@@ -16,10 +16,9 @@ export const MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 /**
  * Bytes of POST /v1/events bodies a process takes in at once, at most: four of the largest. A
- * body is parsed whole and each of its events on its own, several times its size in memory (one
- * of 15 MB took the process from 192 to 286 MB, four at once to 506 MB); past this, a request is
- * answered 503 with Retry-After before its body is read, and sent again (`mailtally publish`
- * does) once others are done.
+ * body is parsed whole and each of its events on its own, several times its size in memory
+ * (bench/README.md has the figures); past this, a request is answered 503 with Retry-After
+ * before its body is read, and sent again (`mailtally publish` does) once others are done.
  */
 export const BODIES_IN_FLIGHT_BYTES = 4 * MAX_BODY_BYTES;
 
