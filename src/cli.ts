@@ -1,4 +1,4 @@
-import { accessSync, constants, statSync } from 'node:fs';
+import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.js';
 import { isApiKeyId } from './events/schema.js';
@@ -50,7 +50,7 @@ async function main(argv: string[]): Promise<number> {
   const { positionals, values, tokens } = parseArguments(argv);
   const [command, ...rest] = positionals;
   if (values.version && command === undefined) {
-    console.log(await version());
+    console.log(version());
     return 0;
   }
   if (values.help || command === 'help') {
@@ -122,8 +122,7 @@ async function main(argv: string[]): Promise<number> {
 export { UsageError };
 
 /** The package's version, from package.json beside src/. */
-async function version(): Promise<string> {
-  const { readFileSync } = await import('node:fs');
+function version(): string {
   return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 }
 

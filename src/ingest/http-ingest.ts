@@ -20,7 +20,7 @@ export const MAX_BODY_BYTES = 16 * 1024 * 1024;
  * (bench/README.md has the figures); past this, a request is answered 503 with Retry-After
  * before its body is read, and sent again (`mailtally publish` does) once others are done.
  */
-export const BODIES_IN_FLIGHT_BYTES = 4 * MAX_BODY_BYTES;
+const BODIES_IN_FLIGHT_BYTES = 4 * MAX_BODY_BYTES;
 
 export interface IngestSummary {
   Accepted: number;

@@ -40,7 +40,7 @@ export interface ConsumerBacklog {
 }
 
 /** The consumer's backlog is asked of NATS this often (one small request). */
-export const BACKLOG_SAMPLE_MS = 2000;
+const BACKLOG_SAMPLE_MS = 2000;
 
 export interface IngestStats {
   received: number;

@@ -10,7 +10,7 @@ import { HttpDelivery, type HttpOutcome } from './http-delivery.js';
 import { Lane } from './lane.js';
 import { type ClaimedDelivery, OUTBOX_CHANNEL, releaseClaims } from './outbox.js';
 import { OutcomeWriter } from './outcome-writer.js';
-import { rerouteDeadUrl, splitForVersion1 } from './reroute.js';
+import { isVersion2Batch, rerouteDeadUrl, splitForVersion1 } from './reroute.js';
 import { signatureHeaders, signingKey } from './signing.js';
 import { parseAllowList } from './ssrf-guard.js';
 import { CALLBACK_URLS_CHANNEL, UrlChanges } from './url-changes.js';
@@ -233,7 +233,7 @@ export class Dispatcher {
       this.#reroute(row.urlId);
       return null;
     }
-    if (row.target.version === 1 && (row.eventCount > 1 || row.webhookId.startsWith('bat_'))) {
+    if (row.target.version === 1 && isVersion2Batch(row.webhookId, row.eventCount)) {
       await splitForVersion1(this.db.kysely, row);
       this.#first.signal();
       return null;

@@ -42,12 +42,15 @@ export interface ReplayResult {
 
 const READ_BATCH = 1000;
 
+/** Events one replay call sends at most, by default (NextPosition says where to go on). */
+export const MAX_REPLAY_EVENTS = 100_000;
+
 export async function replayWebhookEvents(
   db: Kysely<Database>,
   apiKeyId: bigint | string,
   range: ReplayRange,
   grouping: GroupingLimits,
-  maxEvents = 100_000,
+  maxEvents = MAX_REPLAY_EVENTS,
 ): Promise<ReplayResult> {
   const tenant = BigInt(apiKeyId);
   const types = range.eventTypes ?? [...WEBHOOK_EVENT_TYPES];

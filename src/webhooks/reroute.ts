@@ -55,8 +55,8 @@ export async function rerouteDeadUrl(db: Kysely<Database>, urlId: bigint): Promi
       if (backup !== undefined) {
         // A Version 1 backup takes Version 1 deliveries as they are; a batch, even of one event,
         // becomes one `msg_<position>` delivery per event, the id Version 1 receivers dedupe by.
-        const whole = backup.version === 2 ? rows : rows.filter((r) => !isBatch(r));
-        const split = backup.version === 2 ? [] : rows.filter(isBatch);
+        const whole = backup.version === 2 ? rows : rows.filter((r) => !isVersion2Batch(r.webhook_id, r.events.length));
+        const split = backup.version === 2 ? [] : rows.filter((r) => isVersion2Batch(r.webhook_id, r.events.length));
         if (whole.length > 0) {
           await sql`UPDATE webhook_deliveries SET url_id = ${backup.id}, retry = false, attempts = 0, first_failed_at = NULL, claim = NULL, claimed_until = NULL, due_at = now()
             WHERE id = ANY(${whole.map((r) => String(r.id))}::bigint[])`.execute(trx);
@@ -91,8 +91,8 @@ export async function rerouteDeadUrl(db: Kysely<Database>, urlId: bigint): Promi
   }
 }
 
-/** A Version 2 batch (`bat_…`), whatever its number of events, or a row of several events. */
-const isBatch = (r: { webhook_id: string; events: readonly string[] }): boolean => r.events.length !== 1 || r.webhook_id.startsWith('bat_');
+/** A Version 2 batch (`bat_…`), whatever its number of events, or a row of several events: a Version 1 URL gets its events one by one (`splitForVersion1`). */
+export const isVersion2Batch = (webhookId: string, eventCount: number): boolean => eventCount !== 1 || webhookId.startsWith('bat_');
 
 /**
  * A claimed Version 2 batch for a Version 1 URL (its Version changed while the row waited):

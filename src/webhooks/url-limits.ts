@@ -64,7 +64,8 @@ export class UrlLimits {
 
   /** URLs held below the cap now, with their limits. */
   *lowered(): IterableIterator<[string, number]> {
-    for (const url of [...this.#urls.keys()]) {
+    // #state may delete the entry it reads: a Map's iteration goes on past a deletion.
+    for (const url of this.#urls.keys()) {
       const s = this.#state(url);
       if (s !== undefined && s.limit < this.max) yield [url, s.limit];
     }

@@ -7,6 +7,7 @@ import { type Service, startService } from '../../src/main.js';
 import { createApiKey } from '../../src/keys/key-store.js';
 import { BIG_MESSAGE_ID } from '../support/events.js';
 import { type TestEnv, createTestEnv, quietLogger } from '../support/harness.js';
+import { metricValue } from '../support/metrics.js';
 import { append } from '../support/projections.js';
 import { WebhookReceiver } from '../support/webhook-receiver.js';
 
@@ -98,7 +99,7 @@ describe('eventcallbackurl through node-mailjet', () => {
 
   it('shows the dispatcher in /metrics: its attempts, requests in flight, the outbox and the URLs', async () => {
     const text = await (await fetch(`${service.url}/metrics`)).text();
-    const value = (name: string) => new RegExp(`^${name.replace(/[{}+]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1];
+    const value = (name: string) => metricValue(text, name);
     expect(value('mailtally_webhook_attempt_duration_seconds_count')).toBe('1');
     expect(value('mailtally_webhook_attempt_duration_seconds_bucket{le="+Inf"}')).toBe('1');
     expect(value('mailtally_webhook_requests_in_flight{lane="first"}')).toBe('0');

@@ -5,6 +5,7 @@ import type { Db } from '../../src/db/connect.js';
 import { type MetricHistogram, registerMetrics } from '../../src/http/metrics.js';
 import { EXACT_OUTBOX_COUNT, readOutboxBacklog } from '../../src/webhooks/outbox-backlog.js';
 import { migratedDbBehindProxy } from '../support/databases.js';
+import { metricValue } from '../support/metrics.js';
 import type { TcpProxy } from '../support/tcp-proxy.js';
 
 /**
@@ -39,7 +40,7 @@ afterAll(async () => {
 });
 
 const scrape = async () => (await app.inject({ method: 'GET', url: '/metrics' })).body;
-const line = (text: string, name: string) => new RegExp(`^${name.replace(/[{}+.]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1];
+const line = metricValue;
 
 async function addUrl(apiKeyId: number, eventType: string, status: 'alive' | 'dead'): Promise<number> {
   const { rows } = await sql<{ id: string }>`

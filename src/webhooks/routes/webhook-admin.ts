@@ -8,7 +8,7 @@ import type { KeyVerifier } from '../../keys/key-store.js';
 import type { RateLimiter } from '../../api/conventions/rate-limit.js';
 import type { GroupingLimits } from '../enqueue.js';
 import { waitingForKey } from '../outbox-backlog.js';
-import { replayWebhookEvents, parseReplayRequest } from '../replay-webhooks.js';
+import { MAX_REPLAY_EVENTS, replayWebhookEvents, parseReplayRequest } from '../replay-webhooks.js';
 import { attemptToWire, listWebhookAttempts, parseAttemptFilters } from '../webhook-attempts.js';
 import { toJson } from '../../api/conventions/json.js';
 import { listSchema, pageOf } from '../../api/conventions/paging.js';
@@ -45,7 +45,7 @@ export interface WebhookAdminDeps {
 const paging = listSchema({});
 
 /** Deliveries of a key waiting in the outbox past which its replays are refused for now: one replay call's most. */
-export const MAX_REPLAY_BACKLOG = 100_000;
+const MAX_REPLAY_BACKLOG = MAX_REPLAY_EVENTS;
 
 export function registerWebhookAdmin(app: FastifyInstance, deps: WebhookAdminDeps): void {
   const reader = authenticateFirst(deps.verifier, deps.authFailures);
