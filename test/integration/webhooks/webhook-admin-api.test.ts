@@ -125,9 +125,10 @@ describe('POST /v1/webhooks/replay while the key`s deliveries pile up', () => {
       limited.inject({ method: 'POST', url: '/v1/webhooks/replay', headers: { authorization: basicAuth(key), 'content-type': 'application/json' }, payload: '{"FromPosition":0}' });
     try {
       // Three of key b's deliveries waiting an hour for their retry (no dispatcher takes them before).
+      const bUrl = await hook(db, keys.b.APIKeyID, { EventType: 'click', Url: receiver.url('/b-backlog') });
       await sql`
         INSERT INTO webhook_deliveries (api_key_id, url_id, webhook_id, events, positions, bytes, retry, due_at)
-        SELECT ${keys.b.APIKeyID}::int8, 999999, 'msg_backlog_' || g, ARRAY['{}'], ARRAY[g::bigint], 2, true, now() + interval '1 hour'
+        SELECT ${keys.b.APIKeyID}::int8, ${bUrl.id}::int8, 'msg_backlog_' || g, ARRAY['{}'], ARRAY[g::bigint], 2, true, now() + interval '1 hour'
         FROM generate_series(1, 3) AS g`.execute(db.kysely);
       const refused = await replay(keys.b);
       expect(refused.statusCode).toBe(429);
