@@ -3,6 +3,7 @@ import { has } from './kit/distinct.js';
 import { isAttempted, messageFacts } from './kit/message-facts.js';
 import { hasSql, tOf } from './kit/sql.js';
 import type { Group, Output, Projection } from './kit/types.js';
+import { OTHER_ESP } from '../src/events/enrich/esp.js';
 
 /**
  * /statistics/recipient-esp: distinct-message counts per campaign and recipient ESP (from the
@@ -47,11 +48,11 @@ export const recipientEsp: Projection = {
     // A blocked message counts nowhere here: emit nothing rather than a row of zeros (the live
     // projector would store it, a replay would not).
     if (sums.every((n) => n === 0)) return;
-    out.add('recipient_esp_stats', [f.apiKeyId, f.campaignId, f.esp === '' ? 'others' : f.esp], sums);
+    out.add('recipient_esp_stats', [f.apiKeyId, f.campaignId, f.esp === '' ? OTHER_ESP : f.esp], sums);
   },
   sql: {
     recipient_esp_stats: `
-      SELECT api_key_id, campaign_id, CASE WHEN esp = '' THEN 'others' ELSE esp END AS esp,
+      SELECT api_key_id, campaign_id, CASE WHEN esp = '' THEN '${OTHER_ESP}' ELSE esp END AS esp,
         attempted, delivered, opened, clicked, deferred, soft_bounced, hard_bounced, unsub, spam,
         attempted & opened AS opened_of_attempted, opened & clicked AS clicked_of_opened, attempted & deferred AS deferred_of_attempted,
         attempted & soft_bounced AS soft_bounced_of_attempted, attempted & hard_bounced AS hard_bounced_of_attempted,

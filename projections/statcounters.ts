@@ -36,23 +36,30 @@ const SUMS = bigints(
   'event_click_delay',
 );
 const N = SUMS.length;
-const TOTAL = 0;
+/** The position of a sum column in a counter row's vector. */
+function at(name: string): number {
+  const i = SUMS.findIndex((c) => c.name === name);
+  if (i < 0) throw new Error(`statcounters: no sum column ${name}`);
+  return i;
+}
+const TOTAL = at('total');
 /** Distinct-message flags → their sum column. */
 const FLAG_INDEX: Partial<Record<Outcome, number>> = {
-  sent: 1,
-  queued: 2,
-  deferred: 3,
-  blocked: 4,
-  hardBounced: 5,
-  softBounced: 6,
-  opened: 7,
-  clicked: 8,
-  spam: 9,
-  unsub: 10,
+  sent: at('message_sent'),
+  queued: at('message_queued'),
+  deferred: at('message_deferred'),
+  blocked: at('message_blocked'),
+  hardBounced: at('message_hard_bounced'),
+  softBounced: at('message_soft_bounced'),
+  opened: at('message_opened'),
+  clicked: at('message_clicked'),
+  spam: at('message_spam'),
+  unsub: at('message_unsub'),
 };
-const EVENT_INDEX: Partial<Record<LogEvent['type'], number>> = { open: 11, click: 12, spam: 13, unsub: 14 };
-const OPEN_DELAY = 15;
-const CLICK_DELAY = 16;
+/** Events counted one by one → their sum column. */
+const EVENT_INDEX: Partial<Record<LogEvent['type'], number>> = { open: at('event_opened'), click: at('event_clicked'), spam: at('event_spam'), unsub: at('event_unsub') };
+const OPEN_DELAY = at('event_open_delay');
+const CLICK_DELAY = at('event_click_delay');
 
 export const statcounters: Projection = {
   name: 'statcounters',

@@ -13,7 +13,7 @@ const USAGE = `Usage: mailtally <command> [options]
 
 Commands:
   serve [--roles api,ingest,projector,dispatcher]
-                                 run the service (default: every available role)
+                                 run the service (default: all four roles)
   migrate                        bring the database schema up to date
   keys create [--read-only]      create an API key; prints {"APIKeyID","ApiKey","SecretKey","ReadOnly"}
   keys list                      every API key (JSON lines; no secrets)
@@ -34,9 +34,10 @@ Exit codes:
   0    done
   1    failed: a bad setting, a server not reachable, an error while running
   2    the command line is wrong: unknown command or option, an option or argument the
-       command does not take, a missing or bad value, a file that is not there, a file
-       whose first event carries no APIKeyID without --api-key-id (this text follows the
-       message; nothing has been done)
+       command does not take, a missing or bad value, a file that is not there, an
+       import --api-key-id that names no key, a file whose first event carries no APIKeyID
+       given to import or to publish over NATS without --api-key-id, publish --url with
+       NATS_URL set (this text follows the message; nothing has been done)
   3    import / publish went through the file but left lines out: rejected by import
        (counted in its summary, listed with their reasons by dead-letters) or skipped
        by publish (each listed with its reason in its summary)
@@ -118,8 +119,6 @@ async function main(argv: string[]): Promise<number> {
       throw new UsageError(`Unknown command "${command}"`);
   }
 }
-
-export { UsageError };
 
 /** The package's version, from package.json beside src/. */
 function version(): string {

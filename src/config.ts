@@ -29,7 +29,7 @@ export const DEFAULT_REPLAY_COUNTER_ROWS = 100_000;
  * 37–66 ms with 5,000 in alternated runs of one hour (bench/README.md, Freshness), while a
  * backlog drains about as fast.
  */
-export const DEFAULT_PROJECTOR_CACHE_GROUPS = 5_000;
+const DEFAULT_PROJECTOR_CACHE_GROUPS = 5_000;
 
 /** A Postgres memory size as `REPLAY_WORK_MEM` takes it (it goes into a `SET` statement as it is). */
 export const WORK_MEM_PATTERN = /^[1-9][0-9]{0,6}(kB|MB|GB)$/;
@@ -126,7 +126,7 @@ export interface Config {
     /** Answers kept until the read models change (0 entries = no cache), at most `cacheTtlMs` old. */
     readonly cacheEntries: number;
     readonly cacheTtlMs: number;
-    /** Characters of all kept answers together. */
+    /** Characters of all kept answers together, their keys included (`response-cache.ts`). */
     readonly cacheMaxBytes: number;
     /** Postgres cancels an API request's statement past this (0 = never); the request gets a 503. */
     readonly statementTimeoutMs: number;

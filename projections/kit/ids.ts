@@ -15,7 +15,7 @@ export function maxText(a: string, b: string): string {
 const stableIds = new Map<string, string>();
 
 /**
- * A positive 52-bit integer id derived from text (a URL, a user agent, a list recipient), as a
+ * A positive 48-bit integer id derived from text (the first 6 bytes of its SHA-256, plus 1) (a URL, a user agent, a list recipient), as a
  * decimal string: the same input always gets the same id, in live processing and in a replay,
  * and it stays exact in clients that read JSON numbers as doubles.
  */
@@ -23,7 +23,7 @@ export function stableId(text: string): string {
   let id = stableIds.get(text);
   if (id === undefined) {
     const digest = createHash('sha256').update(text).digest();
-    id = String((digest.readUIntBE(0, 6) % 2 ** 52) + 1);
+    id = String(digest.readUIntBE(0, 6) + 1);
     if (stableIds.size > 100_000) stableIds.clear();
     stableIds.set(text, id);
   }

@@ -4,7 +4,7 @@ import { RESOLUTIONS } from './time.js';
 /**
  * The set-based side of the read models: what a rebuild runs instead of folding the log group by
  * group (`src/projector/set-rebuild.ts`). Each projection's `sql` gives, per table, one SELECT
- * over two relations the rebuild provides:
+ * over three relations the rebuild provides:
  *
  * - `log`: the events up to the position being rebuilt (the `events` table's columns);
  * - `facts`: one row per message, {@link MessageFacts} in SQL ({@link FACTS_SELECT});
@@ -149,7 +149,7 @@ export const dimsSql = (alias: string): string =>
   ['campaign_id', 'list_id', 'sender_id', 'sender', 'sender_domain', 'custom_campaign'].map((c) => `${alias}.${c}`).join(', ');
 
 /** `stableId` (ids.ts) of UTF-8 bytes given as a bytea expression. */
-export const stableIdSql = (bytes: string): string => `(('x' || left(encode(sha256(${bytes}), 'hex'), 12))::bit(48)::bigint % 4503599627370496 + 1)`;
+export const stableIdSql = (bytes: string): string => `(('x' || left(encode(sha256(${bytes}), 'hex'), 12))::bit(48)::bigint + 1)`;
 
 /** A text expression as UTF-8 bytes. */
 export const utf8 = (textExpr: string): string => `convert_to(${textExpr}, 'UTF8')`;

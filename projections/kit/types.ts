@@ -127,8 +127,8 @@ export interface Projection {
   readonly groups: readonly Group['kind'][];
   project(group: Group, out: Output): void;
   /**
-   * The same numbers set-based, for rebuilds: per table, a SELECT over the rebuild's `log` and
-   * `facts` relations (see `kit/sql.ts`). A rebuild folds the projections that have none.
+   * The same numbers set-based, for rebuilds: per table, a SELECT over the rebuild's `log`,
+   * `facts` and `engagement` relations (see `kit/sql.ts`). A rebuild folds the projections that have none.
    */
   readonly sql?: Readonly<Record<string, string>>;
 }

@@ -1,6 +1,6 @@
 import type { Config } from '../config.js';
 import { createLogger, type Logger } from '../logger.js';
-import { AVAILABLE_ROLES, parseRoles, startService } from '../main.js';
+import { ALL_ROLES, parseRoles, startService } from '../main.js';
 import { runsWithServiceFlags, SERVICE_NODE_FLAGS } from '../node-flags.js';
 
 /** A signal this soon after the first is the same stop delivered twice. */
@@ -16,7 +16,7 @@ const REPEATED_SIGNAL_MS = 1000;
  * supervisor signals the whole process group) and changes nothing.
  */
 export async function runServe(config: Config, rolesFlag: string | undefined): Promise<number> {
-  const roles = rolesFlag !== undefined ? parseRoles(rolesFlag) : [...AVAILABLE_ROLES];
+  const roles = rolesFlag !== undefined ? parseRoles(rolesFlag) : [...ALL_ROLES];
   const log = createLogger(config.logLevel);
   const stopping = new AbortController();
   let started = false;

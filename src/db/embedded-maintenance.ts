@@ -4,7 +4,7 @@ import { describeError } from './errors.js';
 import type { Logger } from '../logger.js';
 
 /** How often the embedded database is vacuumed and checkpointed. */
-export const EMBEDDED_MAINTENANCE_MS = 10 * 60_000;
+const EMBEDDED_MAINTENANCE_MS = 10 * 60_000;
 
 /**
  * What a Postgres server's background processes do and the embedded database (PGlite, one

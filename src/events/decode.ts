@@ -27,6 +27,8 @@ const tooLarge = (bytes: number): DecodeResult => ({ ok: false, reason: `event i
 
 /** How deep an event's arrays and objects may nest (as a request body's, src/http/server.ts). */
 export const MAX_EVENT_DEPTH = 64;
+/** The dead letter's reason for an event nested deeper than that. */
+export const TOO_DEEP = `event nests arrays or objects deeper than ${MAX_EVENT_DEPTH} levels`;
 /**
  * The largest exponent a number in an event may have, and the most all its numbers' exponents
  * may add up to. The log keeps the payload as jsonb, whose numbers keep every digit: `1e131000`
@@ -45,7 +47,7 @@ export const MAX_EXPONENT_SUM = 10_000;
  */
 export function payloadTextProblem(text: string): string | null {
   const shape = scanNumbersAndDepth(text, MAX_EVENT_DEPTH);
-  if (shape.deeper) return `event nests arrays or objects deeper than ${MAX_EVENT_DEPTH} levels`;
+  if (shape.deeper) return TOO_DEEP;
   if (shape.maxExponent > MAX_NUMBER_EXPONENT) return `event holds a number with an exponent beyond ±${MAX_NUMBER_EXPONENT}, which the log would store written out in full`;
   if (shape.exponentSum > MAX_EXPONENT_SUM) return `event's numbers have exponents adding up to more than ${MAX_EXPONENT_SUM}, which the log would store written out in full`;
   return null;
@@ -138,7 +140,7 @@ export function decodeEventValueStrictly(value: unknown, ctx: DecodeContext, pay
     try {
       text = stringifyExactJson(raw);
     } catch {
-      return { ok: false, reason: `event nests arrays or objects deeper than ${MAX_EVENT_DEPTH} levels` };
+      return { ok: false, reason: TOO_DEEP };
     }
     const problem = payloadTextProblem(text);
     if (problem !== null) return { ok: false, reason: problem };

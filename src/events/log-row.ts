@@ -68,7 +68,7 @@ export interface CheckedEvent {
   geo: string | undefined;
   hard_bounce: boolean | undefined;
   blocked: boolean | undefined;
-  /** The type carries failure fields (bounce, blocked, deferred). */
+  /** A failure (bounce, blocked, deferred) that came with its `error` field (the fields count only then). */
   failure: boolean;
   error_related_to: string | undefined;
   error: string | undefined;

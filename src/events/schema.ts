@@ -125,8 +125,6 @@ export const rawEventSchema = z.discriminatedUnion(
   { error: () => ({ message: `must be one of ${EVENT_TYPES.join(', ')}` }) },
 );
 
-export type RawEvent = z.infer<typeof rawEventSchema>;
-
 /** "time: is required; MessageID: must be …" — the first few problems, each naming its field. */
 export function describeIssues(error: z.ZodError, input: unknown): string {
   return error.issues

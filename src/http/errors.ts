@@ -13,7 +13,7 @@ export class ApiError extends Error {
   }
 }
 
-export const AUTH_FAILURE_MESSAGE =
+const AUTH_FAILURE_MESSAGE =
   'API key authentication/authorization failure. You may be unauthorized to access the API or your API key may be expired. Visit API keys management section to check your keys.';
 
 export const apiErrors = {

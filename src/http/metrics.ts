@@ -81,7 +81,7 @@ export function registerMetrics(app: FastifyInstance, deps: MetricsDeps): Regist
   });
 
   const head = new Gauge({ name: 'mailtally_log_head_position', help: 'Highest committed log position; positions have gaps (an insert dropped as a duplicate uses one up), so its rate is not the ingest rate: see mailtally_ingest_messages_total{outcome="stored"} (NATS) and mailtally_http_ingest_events_total{outcome="stored"} (POST /v1/events)', registers: [registry] });
-  const lag = new Gauge({ name: 'mailtally_reader_lag_events', help: 'Events between the log head and each reader (projection, dispatcher)', labelNames: ['reader'] as const, registers: [registry] });
+  const lag = new Gauge({ name: 'mailtally_reader_lag_events', help: 'Log positions between the log head and each reader (projection, dispatcher): at most the events it has yet to read, as positions have gaps', labelNames: ['reader'] as const, registers: [registry] });
   const up = new Gauge({ name: 'mailtally_database_up', help: '1 when the database answered the last scrape', registers: [registry] });
 
   const pools = deps.pools ?? {};

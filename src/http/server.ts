@@ -19,11 +19,11 @@ declare module 'fastify' {
   }
 }
 
-export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** Arrays and objects inside each other: no request needs more, and deeper ones overflow recursive code (copies, hashes) later. */
-export const MAX_JSON_DEPTH = 64;
+const MAX_JSON_DEPTH = 64;
 
 /**
  * The HTTP server every role shares: TLS when configured (plain HTTP only on loopback unless the
@@ -199,7 +199,7 @@ function toApiError(err: unknown): ApiError {
   return apiErrors.internal();
 }
 
-export function isLoopback(host: string): boolean {
+function isLoopback(host: string): boolean {
   if (host === 'localhost') return true;
   if (isIP(host) === 4) return host.startsWith('127.');
   return host === '::1' || host === '[::1]';

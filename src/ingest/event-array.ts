@@ -1,5 +1,5 @@
 import { exactJsonValue } from '../events/exact-json.js';
-import { MAX_EVENT_DEPTH } from '../events/decode.js';
+import { MAX_EVENT_DEPTH, TOO_DEEP } from '../events/decode.js';
 import { nestedDeeperThan, splitJsonArray } from '../events/json-text.js';
 import { apiErrors } from '../http/errors.js';
 
@@ -28,7 +28,7 @@ export function eventArrayItems(text: string, maxEvents: number): EventArrayItem
   // The whole body's parse already holds each event; only its integers past 2^53 are read again.
   return elements.map((element, i) => {
     // Checked before anything walks the value (recursively): the event's reject, as on NATS.
-    if (nestedDeeperThan(element, MAX_EVENT_DEPTH)) return { text: element, error: `event nests arrays or objects deeper than ${MAX_EVENT_DEPTH} levels` };
+    if (nestedDeeperThan(element, MAX_EVENT_DEPTH)) return { text: element, error: TOO_DEEP };
     try {
       return { text: element, value: exactJsonValue(whole[i], element) };
     } catch (err) {

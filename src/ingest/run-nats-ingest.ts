@@ -9,7 +9,7 @@ import { TenantDirectory } from './tenants.js';
  * The ingest settings from the configuration: a pipeline of two batches per worker; a backlog in
  * up to four batches at once (in messages and in bytes); at most eight batches of messages held.
  */
-export function natsIngestOptions(config: Config): NatsIngestOptions {
+function natsIngestOptions(config: Config): NatsIngestOptions {
   if (config.nats === null) throw new Error('NATS is not configured');
   return {
     stream: config.nats.stream,

@@ -26,13 +26,13 @@ export interface Principal {
   readOnly: boolean;
 }
 
-export async function hashSecret(secret: string): Promise<string> {
+async function hashSecret(secret: string): Promise<string> {
   const salt = randomBytes(16);
   const hash = await scryptAsync(secret, salt, KEY_LENGTH, PARAMS);
   return `scrypt$${PARAMS.N}$${PARAMS.r}$${PARAMS.p}$${salt.toString('base64')}$${hash.toString('base64')}`;
 }
 
-export async function verifySecret(secret: string, stored: string): Promise<boolean> {
+async function verifySecret(secret: string, stored: string): Promise<boolean> {
   const [scheme, n, r, p, salt, hash] = stored.split('$');
   if (scheme !== 'scrypt' || salt === undefined || hash === undefined) return false;
   const expected = Buffer.from(hash, 'base64');

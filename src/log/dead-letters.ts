@@ -13,7 +13,7 @@ export async function writeDeadLetters(db: Kysely<Database>, letters: readonly N
  * Letters per INSERT: each takes up to seven parameters, and a statement may bind at most 65,535
  * (a batch of 10,000 rejects or more failed whole, and NATS ingest retried it again and again).
  */
-export const DEAD_LETTERS_PER_INSERT = 1000;
+const DEAD_LETTERS_PER_INSERT = 1000;
 
 /** The letters in slices of at most DEAD_LETTERS_PER_INSERT, one INSERT each. */
 export function* deadLetterChunks(letters: readonly NewDeadLetter[]): Generator<readonly NewDeadLetter[]> {

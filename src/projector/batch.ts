@@ -32,7 +32,7 @@ export async function computeBatch(db: Db, cursors: readonly Cursor[], limit: nu
 }
 
 /** Each projection's delta for a batch read: per group, the contribution at its cursor and at the batch's end. */
-export function foldBatch(read: BatchRead, cursors: readonly Cursor[]): Batch {
+function foldBatch(read: BatchRead, cursors: readonly Cursor[]): Batch {
   const groups = read.groups;
   const deltas = new Map<string, Delta>();
   // One GroupDiff per projection, reused group after group.

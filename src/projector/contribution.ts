@@ -1,5 +1,5 @@
 import { compareText } from '../../projections/kit/text-order.js';
-import type { Output, Projection, TableSpec, Value } from '../../projections/kit/types.js';
+import type { Output, Projection, Value } from '../../projections/kit/types.js';
 
 /** A counter row as accumulated: key values, summed values, and one-way max / min values. */
 export interface CounterEntry {
@@ -202,10 +202,4 @@ export function sameValues(a: readonly Value[], b: readonly Value[]): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
-}
-
-export function tableSpec(projection: Projection, name: string): TableSpec {
-  const spec = projection.tables.find((t) => t.name === name);
-  if (spec === undefined) throw new Error(`${projection.name}: no table ${name}`);
-  return spec;
 }

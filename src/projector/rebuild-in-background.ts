@@ -12,7 +12,7 @@ export interface RebuildRetries {
   readonly maxMs: number;
 }
 
-export const REBUILD_RETRIES: RebuildRetries = { firstMs: 30_000, maxMs: 300_000 };
+const REBUILD_RETRIES: RebuildRetries = { firstMs: 30_000, maxMs: 300_000 };
 
 /** The projector holding the projections back until their rebuild has swapped in (runner.ts). */
 export interface HeldBack {

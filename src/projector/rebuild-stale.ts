@@ -5,7 +5,7 @@ import type { Logger } from '../logger.js';
 import { replay, type ReplayOptions, ReplayRunning } from './replay.js';
 
 /** How often a projector waiting for another process's rebuild looks whether it has swapped in. */
-export const REBUILD_RECHECK_MS = 2_000;
+const REBUILD_RECHECK_MS = 2_000;
 
 /**
  * Rebuilds the read models `stale` names (built by another version of their code), in the

@@ -183,7 +183,7 @@ function relationsSql(head: bigint, relations: Relations): string {
  * One table's load: its rows, or for a counter table its contributions added up by key (sums
  * summed, maxes and mins as such, rows whose sums are all zero left out).
  */
-export function insertStatement(spec: TableSpec, select: string, head: bigint, relations: Relations): string {
+function insertStatement(spec: TableSpec, select: string, head: bigint, relations: Relations): string {
   const columns = allColumns(spec).map((c) => c.name);
   const into = `INSERT INTO ${spec.name}${SHADOW} (${columns.join(', ')}) ${relationsSql(head, relations)}`;
   if (spec.kind === 'rows') return `${into} SELECT ${columns.join(', ')} FROM (${select}) r`;

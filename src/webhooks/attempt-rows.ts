@@ -42,7 +42,7 @@ export function attemptRow(r: { delivery: ClaimedDelivery; http: HttpOutcome; at
 }
 
 /** Text Postgres can store: no NUL characters. */
-export function cleanSnippet(s: string | null): string | null {
+function cleanSnippet(s: string | null): string | null {
   return s === null ? null : s.split('\u0000').join('');
 }
 

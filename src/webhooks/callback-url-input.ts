@@ -11,7 +11,7 @@ export type CallbackUrlStatus = 'alive' | 'dead';
 export type CallbackUrlVersion = 1 | 2;
 
 /** node-mailjet's `EventTypeValue` numbering, accepted wherever an EventType is. */
-export const EVENT_TYPE_NUMBERS: Readonly<Record<number, WebhookEventType>> = {
+const EVENT_TYPE_NUMBERS: Readonly<Record<number, WebhookEventType>> = {
   1: 'click',
   2: 'bounce',
   3: 'spam',
@@ -59,7 +59,7 @@ export function checkEventType(v: unknown): Checked<WebhookEventType> {
   return { ok: false, message: `EventType must be one of ${WEBHOOK_EVENT_TYPES.join(', ')} (or 1-7), got ${show(v)}` };
 }
 
-export function checkBoolean(name: string, v: unknown): Checked<boolean> {
+function checkBoolean(name: string, v: unknown): Checked<boolean> {
   if (typeof v === 'boolean') return { ok: true, value: v };
   const text = typeof v === 'number' ? String(v) : typeof v === 'string' ? v.trim().toLowerCase() : null;
   if (text === 'true' || text === '1') return { ok: true, value: true };
@@ -67,13 +67,13 @@ export function checkBoolean(name: string, v: unknown): Checked<boolean> {
   return { ok: false, message: `${name} must be true or false, got ${show(v)}` };
 }
 
-export function checkVersion(v: unknown): Checked<CallbackUrlVersion> {
+function checkVersion(v: unknown): Checked<CallbackUrlVersion> {
   const text = typeof v === 'number' || typeof v === 'bigint' ? String(v) : typeof v === 'string' ? v.trim() : null;
   if (text === '1' || text === '2') return { ok: true, value: Number(text) as CallbackUrlVersion };
   return { ok: false, message: `Version must be 1 (one event per request) or 2 (grouped events), got ${show(v)}` };
 }
 
-export function checkStatus(v: unknown): Checked<CallbackUrlStatus> {
+function checkStatus(v: unknown): Checked<CallbackUrlStatus> {
   const text = typeof v === 'string' ? v.trim().toLowerCase() : null;
   if (text === 'alive' || text === 'dead') return { ok: true, value: text };
   return { ok: false, message: `Status must be alive or dead, got ${show(v)}` };

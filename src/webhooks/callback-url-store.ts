@@ -178,7 +178,7 @@ export async function deleteCallbackUrl(db: Kysely<Database>, apiKeyId: Id, id: 
   });
 }
 
-export function fromRow(row: CallbackUrlRow): CallbackUrl {
+function fromRow(row: CallbackUrlRow): CallbackUrl {
   return {
     id: row.id,
     apiKeyId: row.api_key_id,

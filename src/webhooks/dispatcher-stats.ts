@@ -37,7 +37,7 @@ export interface LatencyHistogram {
   count: number;
 }
 
-export const LATENCY_BUCKETS_MS = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 15_000, 30_000] as const;
+const LATENCY_BUCKETS_MS = [5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10_000, 15_000, 30_000] as const;
 
 export function emptyStats(fanOut: FanOutStats): DispatcherStats {
   return {

@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../db/schema.js';
 import { WEBHOOK_EVENT_TYPES } from '../events/schema.js';
 import type { CallbackUrlVersion, WebhookEventType } from './callback-url-input.js';
 import { mailjetCallbackJson } from './mailjet-payload.js';
 import { type BatchAppend as Append, type ClaimedDelivery, type NewDelivery, appendToBatches, insertDeliveries } from './outbox.js';
+import { batchWebhookId, messageWebhookId } from './webhook-ids.js';
 
 /**
  * Log events → outbox rows, in the caller's transaction. Each event goes to its tenant's alive
@@ -135,7 +135,7 @@ export async function enqueueEvents(
     const json = toCallbackJson(e);
     const bytes = Buffer.byteLength(json);
     if (route.version === 1) {
-      const delivery: NewDelivery = { apiKeyId: e.api_key_id, urlId: route.urlId, webhookId: `msg_${e.position}`, events: [json], positions: [e.position], bytes, delayMs: 0 };
+      const delivery: NewDelivery = { apiKeyId: e.api_key_id, urlId: route.urlId, webhookId: messageWebhookId(e.position), events: [json], positions: [e.position], bytes, delayMs: 0 };
       if (claimer?.reserve(route.urlId) === true) handed.push({ delivery, route, type: e.type });
       else single.push(delivery);
       continue;
@@ -179,7 +179,7 @@ export async function enqueueEvents(
       batches.push({
         apiKeyId: g.apiKeyId,
         urlId: g.route.urlId,
-        webhookId: `bat_${randomUUID()}`,
+        webhookId: batchWebhookId(),
         events: g.events.slice(i, i + take),
         positions: g.positions.slice(i, i + take),
         bytes,

@@ -8,6 +8,7 @@ import { CheckpointMoved, WEBHOOKS_CHECKPOINT } from './fan-out-checkpoint.js';
 import { FIRST_ATTEMPTS_CHECKPOINT, type FirstAttemptLedger } from './first-attempts-ledger.js';
 import { OUTBOX_CHANNEL, directPositions } from './outbox.js';
 import { type FirstAttempts, Reservations } from './reservations.js';
+import { BATCH_ID_PREFIX, MESSAGE_ID_PREFIX } from './webhook-ids.js';
 
 /**
  * After a crash or a takeover: the events between the low-water checkpoint and the fan-out's
@@ -80,18 +81,21 @@ export async function recoverFirstAttempts(
  * times keeps that to recent rows), whatever the range's size.
  */
 async function handledFirstAttempts(db: Db, low: bigint, high: bigint): Promise<Set<bigint>> {
+  const single = sql.lit(MESSAGE_ID_PREFIX);
+  const batch = sql.lit(BATCH_ID_PREFIX);
+  const position = sql.raw(`substr(webhook_id, ${MESSAGE_ID_PREFIX.length + 1})::bigint`);
   const { rows } = await sql<{ position: string }>`
     WITH since AS (
       SELECT coalesce((SELECT recorded_at FROM events WHERE position > ${low} ORDER BY position LIMIT 1), now()) - interval '5 minutes' AS at
     ),
     handled AS (
-      SELECT substr(webhook_id, 5)::bigint AS position FROM webhook_deliveries WHERE left(webhook_id, 4) = 'msg_'
+      SELECT ${position} AS position FROM webhook_deliveries WHERE starts_with(webhook_id, ${single})
       UNION
-      SELECT unnest(positions) FROM webhook_deliveries WHERE left(webhook_id, 4) = 'bat_'
+      SELECT unnest(positions) FROM webhook_deliveries WHERE starts_with(webhook_id, ${batch})
       UNION
-      SELECT substr(webhook_id, 5)::bigint FROM webhook_attempts, since WHERE attempted_at >= since.at AND left(webhook_id, 4) = 'msg_'
+      SELECT ${position} FROM webhook_attempts, since WHERE attempted_at >= since.at AND starts_with(webhook_id, ${single})
       UNION
-      SELECT unnest(positions) FROM webhook_attempts, since WHERE attempted_at >= since.at AND left(webhook_id, 4) = 'bat_'
+      SELECT unnest(positions) FROM webhook_attempts, since WHERE attempted_at >= since.at AND starts_with(webhook_id, ${batch})
     )
     SELECT position::text AS position FROM handled WHERE position > ${low} AND position <= ${high}`.execute(db.kysely);
   return new Set(rows.map((r) => BigInt(r.position)));

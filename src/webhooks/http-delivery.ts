@@ -171,7 +171,7 @@ function literalHostRefusal(hostname: string, allowList: AllowList): string | nu
 }
 
 /** origin, path+query, and basic-auth credentials (sent as a header, never in the request line). */
-export function splitUrl(url: string): Target | null {
+function splitUrl(url: string): Target | null {
   let u: URL;
   try {
     u = new URL(url);

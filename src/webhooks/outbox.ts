@@ -1,6 +1,7 @@
 import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { Database } from '../db/schema.js';
 import type { CallbackUrlStatus, CallbackUrlVersion } from './callback-url-input.js';
+import { BATCH_ID_PREFIX } from './webhook-ids.js';
 
 /**
  * The delivery outbox (0003 migration): rows go in with the checkpoint move that produced them
@@ -177,7 +178,7 @@ export async function claimDue(db: Kysely<Database>, o: ClaimOptions): Promise<C
     FROM picked, callback_urls AS u
     WHERE w.id = picked.id AND u.id = w.url_id
     RETURNING w.id, w.api_key_id, w.url_id, w.webhook_id, array_to_string(w.events, ',') AS body, cardinality(w.events) AS event_count,
-      CASE WHEN left(w.webhook_id, 4) = 'bat_' THEN array_to_string(w.positions, ' ') END AS positions,
+      CASE WHEN starts_with(w.webhook_id, ${sql.lit(BATCH_ID_PREFIX)}) THEN array_to_string(w.positions, ' ') END AS positions,
       w.attempts, w.first_failed_at, w.created_at, u.url, u.secret, u.version, u.status, u.is_backup, u.event_type`.execute(db);
   return result.rows
     .map((r) => ({

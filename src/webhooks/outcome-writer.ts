@@ -196,7 +196,7 @@ export class OutcomeWriter {
     if (done.length > 0) this.onDirectDone(done);
   }
 
-  /** One transaction for `batch` (and direct first attempts handed off); returns the URLs found dead (to reroute). */
+  /** One transaction for `batch` (and direct first attempts handed off); returns the URLs it found dead, to reroute, and those to reroute again if a PUT changed them meanwhile (`UrlsWritten`). */
   async write(batch: readonly AttemptResult[], handoffs: readonly ClaimedDelivery[] = []): Promise<UrlsWritten> {
     const since = Date.now();
     const schedule = this.options.retryScheduleSeconds;

@@ -5,6 +5,7 @@ import { readCheckpoint } from '../log/checkpoints.js';
 import { type Checked, type WebhookEventType, checkEventType } from './callback-url-input.js';
 import { type GroupingLimits, LOG_SELECT, type LogEventForWebhooks, enqueueEvents } from './enqueue.js';
 import { WEBHOOKS_CHECKPOINT } from './fan-out-checkpoint.js';
+import { OUTBOX_CHANNEL } from './outbox.js';
 import { parseTime } from './webhook-attempts.js';
 
 /**
@@ -78,7 +79,7 @@ export async function replayWebhookEvents(
       if (rows.length === 0) return result;
       r = await db.transaction().execute(async (trx) => {
         const out = await enqueueEvents(trx, rows, grouping, new Map());
-        if (out.deliveries > 0) await sql`SELECT pg_notify('mailtally_webhooks', '')`.execute(trx);
+        if (out.deliveries > 0) await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(trx);
         return out;
       });
     } catch (err) {

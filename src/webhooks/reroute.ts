@@ -1,6 +1,7 @@
 import { type Kysely, sql } from 'kysely';
 import type { Database } from '../db/schema.js';
-import { type NewDelivery, insertDeliveries } from './outbox.js';
+import { type NewDelivery, OUTBOX_CHANNEL, insertDeliveries } from './outbox.js';
+import { isBatchWebhookId, messageWebhookId } from './webhook-ids.js';
 import { type AttemptRow, insertAttempts } from './attempt-rows.js';
 
 /**
@@ -62,7 +63,7 @@ export async function rerouteDeadUrl(db: Kysely<Database>, urlId: bigint): Promi
             WHERE id = ANY(${whole.map((r) => String(r.id))}::bigint[])`.execute(trx);
         }
         await replaceWithSingles(trx, split, backup.id);
-        await sql`SELECT pg_notify('mailtally_webhooks', '')`.execute(trx);
+        await sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.execute(trx);
         return { moved: rows.length, dropped: 0, droppedEvents: 0 };
       }
       await trx.deleteFrom('webhook_deliveries').where('id', 'in', rows.map((r) => r.id)).execute();
@@ -80,7 +81,7 @@ export async function rerouteDeadUrl(db: Kysely<Database>, urlId: bigint): Promi
         latency_ms: 0,
         error_class: 'url_dead',
         response_snippet: null,
-        positions: r.webhook_id.startsWith('bat_') ? r.positions.join(' ') : null,
+        positions: isBatchWebhookId(r.webhook_id) ? r.positions.join(' ') : null,
       })));
       return { moved: 0, dropped: rows.length, droppedEvents: rows.reduce((n, r) => n + r.events.length, 0) };
     });
@@ -92,7 +93,7 @@ export async function rerouteDeadUrl(db: Kysely<Database>, urlId: bigint): Promi
 }
 
 /** A Version 2 batch (`bat_…`), whatever its number of events, or a row of several events: a Version 1 URL gets its events one by one (`splitForVersion1`). */
-export const isVersion2Batch = (webhookId: string, eventCount: number): boolean => eventCount !== 1 || webhookId.startsWith('bat_');
+export const isVersion2Batch = (webhookId: string, eventCount: number): boolean => eventCount !== 1 || isBatchWebhookId(webhookId);
 
 /**
  * A claimed Version 2 batch for a Version 1 URL (its Version changed while the row waited):
@@ -116,7 +117,7 @@ async function replaceWithSingles(trx: Kysely<Database>, rows: readonly PendingR
   const singles: NewDelivery[] = rows.flatMap((r) =>
     r.events.map((json, i) => {
       const position = BigInt(r.positions[i] ?? '0');
-      return { apiKeyId: BigInt(r.api_key_id), urlId, webhookId: `msg_${position}`, events: [json], positions: [position], bytes: Buffer.byteLength(json), delayMs: 0 };
+      return { apiKeyId: BigInt(r.api_key_id), urlId, webhookId: messageWebhookId(position), events: [json], positions: [position], bytes: Buffer.byteLength(json), delayMs: 0 };
     }),
   );
   await insertDeliveries(trx, singles);

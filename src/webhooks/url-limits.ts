@@ -43,7 +43,7 @@ interface UrlState {
 export type Answer = Pick<HttpOutcome, 'statusCode' | 'errorClass'>;
 
 /** An answer that asks for less: a timeout or a throttle status. */
-export const isThrottle = (a: Answer): boolean => a.errorClass === 'timeout' || (a.statusCode !== null && THROTTLE_STATUSES.has(a.statusCode));
+const isThrottle = (a: Answer): boolean => a.errorClass === 'timeout' || (a.statusCode !== null && THROTTLE_STATUSES.has(a.statusCode));
 
 export class UrlLimits {
   /** URLs below the cap (or just throttled); the others are at the cap. */

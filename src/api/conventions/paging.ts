@@ -4,10 +4,10 @@ import { bool, int, text } from './params.js';
 
 /** Limit / Offset / countOnly / Sort, shared by every list (README, The read API). */
 
-export const MAX_LIMIT = 1000;
-export const DEFAULT_LIMIT = 10;
+const MAX_LIMIT = 1000;
+const DEFAULT_LIMIT = 10;
 
-export const PAGING_PARAMS = {
+const PAGING_PARAMS = {
   Limit: int(0).optional().meta({ description: `Page size: default ${DEFAULT_LIMIT}, at most ${MAX_LIMIT}; 0 means ${MAX_LIMIT}` }),
   Offset: int(0).optional().meta({ description: 'Index of the first record, from 0' }),
   countOnly: bool().optional().meta({ description: 'Count the matching records only: Data is empty, Count and Total hold the count' }),

@@ -10,7 +10,7 @@ import { bool, timestamp } from '../conventions/params.js';
  */
 
 /** Wire count field → read-model column (Mailjet's spelling: `Hardbounced`, `Softbounced`). */
-export const RECIPIENT_COUNTS = {
+const RECIPIENT_COUNTS = {
   BlockedCount: 'blocked',
   BouncedCount: 'bounced',
   ClickedCount: 'clicked',

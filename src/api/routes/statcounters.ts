@@ -17,17 +17,17 @@ import { defineResource } from '../resource.js';
 
 const SOURCES = { APIKey: 'A', Campaign: 'C', List: 'L', Sender: 'S' } as const;
 const TIMINGS = { Message: 'M', Event: 'E' } as const;
-const RESOLUTIONS = { Lifetime: { code: 'L', seconds: 0 }, Day: { code: 'D', seconds: 86_400 }, Hour: { code: 'H', seconds: 3600 }, Highest: { code: 'S', seconds: 300 } } as const;
+const RESOLUTIONS = { Lifetime: 'L', Day: 'D', Hour: 'H', Highest: 'S' } as const;
 type Source = keyof typeof SOURCES;
 type Timing = keyof typeof TIMINGS;
 type Resolution = keyof typeof RESOLUTIONS;
 
+/** Letter → name, of one of the tables above. */
+const byLetter = <T extends Record<string, string>>(names: T): { readonly [K in keyof T as T[K]]: K } =>
+  Object.fromEntries(Object.entries(names).map(([name, letter]) => [letter, name])) as { readonly [K in keyof T as T[K]]: K };
+
 /** CounterType's letters: source, timing, resolution (e.g. `CEH` = Campaign, Event, Hour). */
-const TYPE_LETTERS = {
-  source: { A: 'APIKey', C: 'Campaign', L: 'List', S: 'Sender' },
-  timing: { M: 'Message', E: 'Event' },
-  resolution: { L: 'Lifetime', D: 'Day', H: 'Hour', S: 'Highest' },
-} as const;
+const TYPE_LETTERS = { source: byLetter(SOURCES), timing: byLetter(TIMINGS), resolution: byLetter(RESOLUTIONS) };
 
 /** Wire field → read-model column, in Mailjet's field order. */
 const COUNTERS = {
@@ -104,7 +104,7 @@ interface Selection {
 const onlyId = (ids: readonly bigint[], id: bigint): boolean => ids.length === 1 && ids[0] === id;
 
 /** The query's parameters → what to read, or a 400 saying which rule was broken. */
-export function selectionOf(q: z.output<typeof query>, apiKeyId: string, nowSeconds: number): Selection {
+function selectionOf(q: z.output<typeof query>, apiKeyId: string, nowSeconds: number): Selection {
   let source: Source | undefined = q.CounterSource;
   let timing: Timing | undefined = q.CounterTiming;
   let resolution: Resolution | undefined = q.CounterResolution;
@@ -180,12 +180,12 @@ export const statcountersResource = defineResource({
   async list({ db, principal, query: q, page }) {
     const s = selectionOf(q, principal.apiKeyId, Math.floor(Date.now() / 1000));
     if (s.sourceIds !== null && s.sourceIds.length === 0) return { rows: [], total: 0 };
-    const res = RESOLUTIONS[s.resolution];
+    const resolution = RESOLUTIONS[s.resolution];
     const where = [
       tenant(principal.apiKeyId),
       sql`source_type = ${SOURCES[s.source]}`,
-      sql`timing = ${res.code === 'L' ? 'L' : TIMINGS[s.timing]}`,
-      sql`resolution = ${res.code}`,
+      sql`timing = ${resolution === 'L' ? 'L' : TIMINGS[s.timing]}`,
+      sql`resolution = ${resolution}`,
     ];
     if (s.sourceIds !== null) {
       where.push(s.sourceIds.length === 1 ? sql`source_id = ${(s.sourceIds[0] as bigint).toString()}::int8` : sql`source_id = ANY(${s.sourceIds.map(String)}::int8[])`);
@@ -200,7 +200,7 @@ export const statcountersResource = defineResource({
       { from: sql`statcounters`, columns: sql`*`, where, orderBy: orderBy('statcounters', q.Sort, SORTABLE, [sql`timeslice`, sql`source_id`]) },
       page,
     );
-    return { rows: rows.map((r) => toWire(r, res.code === 'L')), total };
+    return { rows: rows.map((r) => toWire(r, resolution === 'L')), total };
   },
 });
 

@@ -8,6 +8,7 @@ import { bool, int64, parseQuery } from '../conventions/params.js';
 import { orderBy } from '../conventions/sort.js';
 import { readList, tenant } from '../list-query.js';
 import { type ListResult, defineResource } from '../resource.js';
+import { stableIdSql, utf8 } from '../../../projections/kit/sql.js';
 import { itemId } from './item-id.js';
 
 /**
@@ -47,8 +48,8 @@ interface Row {
   clicked_events: bigint;
 }
 
-/** projections/kit/ids.ts `stableId('url:' + url)`, in SQL. */
-const LINK_ID = sql`(('x' || left(encode(sha256(convert_to('url:' || t.url, 'UTF8')), 'hex'), 12))::bit(48)::int8 + 1)`;
+/** projections/kit/ids.ts `stableId('url:' + url)`, in SQL (`stableIdSql`). */
+const LINK_ID = sql.raw(stableIdSql(utf8("'url:' || t.url")));
 
 /** Per-URL counts for the filters, as a subquery aliased `l`; `linkId` narrows it to one link. */
 function links(apiKeyId: string, q: Query, linkId?: bigint): RawBuilder<unknown> {

@@ -7,7 +7,7 @@ import { type Kysely, sql } from 'kysely';
  * before any identity value is drawn, so positions become visible in commit order: a reader
  * that has seen position p has seen every smaller position that will ever commit.
  */
-export const APPEND_LOCK_KEY = 7_220_517_001n;
+const APPEND_LOCK_KEY = 7_220_517_001n;
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`

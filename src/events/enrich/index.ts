@@ -1,6 +1,5 @@
 export { ESP_NAMES, OTHER_ESP, espName, recipientDomain } from './esp.js';
 export {
-  UA_OTHER,
   PLATFORMS,
   UA_CACHE_SIZE,
   clearUserAgentCache,
@@ -9,6 +8,6 @@ export {
   userAgentCacheSize,
 } from './user-agent.js';
 export type { UserAgentInfo } from './user-agent.js';
-export { URL_CACHE_SIZE, normalizeQuery, normalizeUrl } from './links.js';
+export { normalizeQuery, normalizeUrl } from './links.js';
 export { MESSAGE_STATES, bounceStateId, messageState, messageStateById } from './bounce-state.js';
 export type { MessageState } from './bounce-state.js';

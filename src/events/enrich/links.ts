@@ -70,7 +70,7 @@ export function normalizeUrl(raw: string): string {
 }
 
 /** Bounded memo: the same campaign links are clicked by many recipients. */
-export const URL_CACHE_SIZE = 10_000;
+const URL_CACHE_SIZE = 10_000;
 const MAX_CACHED_URL_LENGTH = 512;
 const cache = new Map<string, string>();
 

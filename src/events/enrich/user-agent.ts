@@ -14,7 +14,7 @@ export interface UserAgentInfo {
 }
 
 /** Platform / client used when nothing can be determined. */
-export const UA_OTHER = 'Other';
+const UA_OTHER = 'Other';
 
 /** Every platform {@link parseUserAgent} can return. */
 export const PLATFORMS: readonly string[] = Object.freeze([
