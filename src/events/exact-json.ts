@@ -1,5 +1,5 @@
 import { isInteger, isSafeNumber, parse as losslessParse, stringify as losslessStringify } from 'lossless-json';
-import { ESCAPED_ASCII_LETTER, isTopLevelKeyAt } from './json-text.js';
+import { ESCAPED_KEY_CHARACTER, isTopLevelKeyAt } from './json-text.js';
 
 /**
  * JSON with 64-bit integers kept exact: integers beyond 2^53 come back as `bigint`.
@@ -22,20 +22,30 @@ export function exactJsonValue(value: unknown, text: string): unknown {
   if (Array.isArray(value)) return value.some(hasUnsafeNumber) ? parseLossless(text) : value;
 
   const obj = value as Record<string, unknown>;
+  const rounded: string[] = [];
   for (const key of Object.keys(obj)) {
     const v = obj[key];
     if (typeof v === 'number') {
-      if (Number.isInteger(v) && !Number.isSafeInteger(v)) {
-        const exact = exactTopLevelInteger(text, key, v);
-        if (exact === null) return parseLossless(text);
-        obj[key] = exact;
-      }
+      if (Number.isInteger(v) && !Number.isSafeInteger(v)) rounded.push(key);
     } else if (v !== null && typeof v === 'object' && hasUnsafeNumber(v)) {
       return parseLossless(text);
     }
   }
+  if (rounded.length === 0) return obj;
+  // Each key read back is a few scans of the text: past a handful, one lossless parse costs less
+  // (thousands of big integers in one event would otherwise take seconds, quadratic in its size).
+  // A key spelled with escaped characters is the parser's, not a text search's: the lossless parse decides.
+  if (rounded.length > MAX_KEYS_READ_BACK || ESCAPED_KEY_CHARACTER.test(text)) return parseLossless(text);
+  for (const key of rounded) {
+    const exact = exactTopLevelInteger(text, key, obj[key] as number);
+    if (exact === null) return parseLossless(text);
+    obj[key] = exact;
+  }
   return obj;
 }
+
+/** Top-level integers past 2^53 read back from the text one by one, at most (MessageID and the mj_*_id are 5). */
+const MAX_KEYS_READ_BACK = 8;
 
 /** JSON text for a value that may hold bigints (written as bare integers). */
 export function stringifyExactJson(value: unknown): string {
@@ -48,8 +58,7 @@ function exactTopLevelInteger(text: string, key: string, rounded: number): bigin
   const needle = `"${key}"`;
   const at = text.indexOf(needle);
   if (at < 0 || text.indexOf(needle, at + needle.length) >= 0) return null;
-  // A key spelled with escaped letters is the parser's, not this needle's: the lossless parse decides.
-  if (ESCAPED_ASCII_LETTER.test(text) || !isTopLevelKeyAt(text, at)) return null;
+  if (!isTopLevelKeyAt(text, at)) return null;
   const digits = /^\s*:\s*(-?\d+)\s*[,}]/.exec(text.slice(at + needle.length, at + needle.length + 64))?.[1];
   return digits !== undefined && Number(digits) === rounded ? BigInt(digits) : null;
 }

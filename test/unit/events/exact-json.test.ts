@@ -16,6 +16,23 @@ describe('parseExactJson', () => {
     expect(parseExactJson(nested)).toEqual({ x: { MessageID: 19421777835146491n }, MessageID: 19421777835146490n });
   });
 
+  it('keeps every one of thousands of top-level integers above 2^53 exact', () => {
+    const n = 5000;
+    const text = `{"event":"sent",${Array.from({ length: n }, (_, i) => `"k${i}":${9007199254740993n + BigInt(i)}`).join(',')}}`;
+    const parsed = parseExactJson(text) as Record<string, unknown>;
+    for (let i = 0; i < n; i++) expect(parsed[`k${i}`]).toBe(9007199254740993n + BigInt(i));
+  });
+
+  it('leaves a key spelled with an escaped underscore or digit to the lossless parse', () => {
+    // JSON.parse keeps the escaped spelling's (last) value; a text search finds only the plain one.
+    const twice = '{"MessageID":9100,"mj_campaign_id":9007199254740993,"mj\\u005fcampaign_id":9007199254740992}';
+    expect(() => parseExactJson(twice)).toThrow(/Duplicate key 'mj_campaign_id'/);
+    const digit = '{"MessageID":9100,"k1":9007199254740993,"k\\u0031":9007199254740992}';
+    expect(() => parseExactJson(digit)).toThrow(/Duplicate key 'k1'/);
+    // An escape encoders write on their own (`&` in a URL) keeps the read-back path, with the same result.
+    expect(parseExactJson('{"url":"a?b\\u0026c","MessageID":19421777835146490}')).toEqual({ url: 'a?b&c', MessageID: 19421777835146490n });
+  });
+
   it('leaves safe numbers and non-integers as numbers', () => {
     expect(parseExactJson('{"a":9007199254740991,"b":1e300,"c":-0.5}')).toEqual({ a: 9007199254740991, b: 1e300, c: -0.5 });
   });
