@@ -35,7 +35,7 @@ export async function runImport(config: Config, path: string, opts: { apiKeyId: 
       await tenants.ensureLoaded([opts.apiKeyId]);
       if (!tenants.knows(opts.apiKeyId)) throw new UsageError(`--api-key-id ${opts.apiKeyId}: no API key has this APIKeyID (\`keys list\` shows them, \`keys create\` makes one)`);
     }
-    const summary = await importFile(db, path, { ...opts, pipeline: db.kind === 'postgres' ? 2 : 1, ctrlC });
+    const summary = await importFile(db, path, { ...opts, batchBytes: config.ingest.batchBytes, pipeline: db.kind === 'postgres' ? 2 : 1, ctrlC });
     console.log(JSON.stringify(summary));
     return ctrlC.finish() ?? (summary.Rejected > 0 ? 3 : 0);
   } finally {
@@ -44,10 +44,21 @@ export async function runImport(config: Config, path: string, opts: { apiKeyId: 
   }
 }
 
+/** INGEST_BATCH_BYTES' default. */
+const DEFAULT_BATCH_BYTES = 8 * 1024 * 1024;
+
 export async function importFile(
   db: Db,
   path: string,
-  opts: { apiKeyId: string | undefined; batchSize: number; pipeline: number; quiet?: boolean; ctrlC?: CtrlC },
+  opts: {
+    apiKeyId: string | undefined;
+    batchSize: number;
+    /** A write is also sealed at this many bytes of lines (INGEST_BATCH_BYTES): the memory a write takes, about 5 times its bytes, stays bounded with large events. */
+    batchBytes?: number;
+    pipeline: number;
+    quiet?: boolean;
+    ctrlC?: CtrlC;
+  },
 ): Promise<ImportSummary> {
   const input = openJsonLines(path);
   const tenants = new TenantDirectory(db.kysely);
@@ -84,6 +95,8 @@ export async function importFile(
   };
 
   let batch: JsonLine[] = [];
+  let batchBytes = 0;
+  const maxBatchBytes = opts.batchBytes ?? DEFAULT_BATCH_BYTES;
   let failure: unknown = null;
   const flush = async () => {
     while (inFlight.size >= opts.pipeline) await Promise.race(inFlight);
@@ -95,13 +108,15 @@ export async function importFile(
       .finally(() => inFlight.delete(job));
     inFlight.add(job);
     batch = [];
+    batchBytes = 0;
   };
   opts.ctrlC?.watch();
   try {
     for await (const line of input.lines) {
       if (opts.ctrlC?.stopsReading() === true) break;
       batch.push(line);
-      if (batch.length >= opts.batchSize) await flush();
+      batchBytes += line.bytes.length;
+      if (batch.length >= opts.batchSize || batchBytes >= maxBatchBytes) await flush();
     }
     if (batch.length > 0) await flush();
     await Promise.all(inFlight);

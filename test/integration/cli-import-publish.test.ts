@@ -3,6 +3,7 @@ import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { importFile } from '../../src/cli/import.js';
 import { runDeadLetters } from '../../src/cli/dead-letters.js';
@@ -69,6 +70,17 @@ describe('import', () => {
     ]);
     // Each the flag's tenant's, the line that is not JSON too.
     expect((await lettersFor()).sort()).toEqual([`line 2: ${t.key.APIKeyID}`, `line 3: ${t.key.APIKeyID}`]);
+  });
+
+  it('seals a write at its bytes as well as at its lines', async () => {
+    const pad = 'x'.repeat(4000);
+    const lines = Array.from({ length: 6 }, (_, i) => open(30 + i, `"EventID":"bytes-${i}","pad":"${pad}"`));
+    const writes = async () =>
+      Number((await sql<{ n: string }>`SELECT count(DISTINCT xmin::text) AS n FROM events WHERE event_id LIKE 'bytes-%'`.execute(t.db.kysely)).rows[0]?.n);
+    // 6 lines of about 4 KB, a write sealed once it holds 8 KB: 3 writes (one transaction each) of 2 lines.
+    const summary = await importFile(t.db, writeLines('bytes.jsonl', lines), { apiKeyId: t.key.APIKeyID, batchSize: 1000, batchBytes: 8000, pipeline: 1, quiet: true });
+    expect(summary).toEqual({ Imported: 6, Duplicates: 0, Rejected: 0 });
+    expect(await writes()).toBe(3);
   });
 
   it('dead-letters a line nested too deep or holding a number jsonb would write out in full, and imports the lines around it', async () => {
