@@ -2,18 +2,26 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.js';
 
 /**
- * Which APIKeyIDs exist, for NATS ingest (subjects name the tenant; events for a tenant that
- * does not exist are dead-lettered). Known ids are cached; a batch naming an unknown id reloads
- * the list first (one small query), so a key created a moment ago is never mistaken for none.
+ * Which APIKeyIDs exist, for NATS ingest and `import` (subjects and lines name the tenant; events
+ * for a tenant that does not exist are dead-lettered). Known ids are cached; a batch naming an
+ * unknown id reloads the list first (one small query), so a key created a moment ago is never
+ * mistaken for none, and so does the first batch after `maxAgeMs`, so a key whose row was deleted
+ * is no tenant any more within a minute, as its cached credential checks end (src/keys/).
  */
 export class TenantDirectory {
   #known = new Set<string>();
+  #loadedAt = Number.NEGATIVE_INFINITY;
 
-  constructor(private readonly db: Kysely<Database>) {}
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly maxAgeMs = 60_000,
+  ) {}
 
   async ensureLoaded(ids: Iterable<string>): Promise<void> {
+    const stale = Date.now() - this.#loadedAt >= this.maxAgeMs;
     for (const id of ids) {
-      if (this.#known.has(id)) continue;
+      if (!stale && this.#known.has(id)) continue;
+      this.#loadedAt = Date.now();
       const rows = await this.db.selectFrom('api_keys').select('api_key_id').execute();
       this.#known = new Set(rows.map((r) => r.api_key_id.toString()));
       return;
