@@ -21,8 +21,8 @@ const BOM = [0xef, 0xbb, 0xbf];
  * not UTF-8 comes with a `problem` instead of having its bytes replaced by U+FFFD. A byte order
  * mark at the start of the file is skipped; `\r\n` line ends are taken as `\n`.
  *
- * A line longer than an event may be (MAX_EVENT_BYTES) comes with a `problem` and only its first
- * MAX_EVENT_BYTES (what its dead letter keeps): however long it is, it is never held whole (a
+ * A line longer than an event may be (MAX_EVENT_BYTES, its `\r` and a byte order mark aside) comes
+ * with a `problem` and only its first MAX_EVENT_BYTES (what its dead letter keeps): however long it is, it is never held whole (a
  * 550 MiB line took minutes, 2.3 GB, then a crash that stored nothing of the file).
  */
 export function openJsonLines(path: string): { size: number; bytesRead: () => number; lines: AsyncIterable<JsonLine> } {
@@ -31,15 +31,20 @@ export function openJsonLines(path: string): { size: number; bytesRead: () => nu
   let bytes = 0;
   async function* lines(): AsyncGenerator<JsonLine> {
     let lineNo = 0;
-    // The current line: its first MAX_EVENT_BYTES in parts, and its whole length.
+    // The current line: its first bytes in parts (an event's most, and room for a byte order mark
+    // and a `\r` around it), its whole length and its last byte.
+    const keep = MAX_EVENT_BYTES + BOM.length + 1;
     let parts: Buffer[] = [];
     let kept = 0;
     let length = 0;
+    let last = -1;
     // `copy`: a chunk's tail, kept past the chunk (so the chunk's other lines are not kept alive by it).
     const take = (piece: Buffer, copy = false): void => {
+      if (piece.length === 0) return;
       length += piece.length;
-      if (kept < MAX_EVENT_BYTES && piece.length > 0) {
-        const part = piece.subarray(0, MAX_EVENT_BYTES - kept);
+      last = piece[piece.length - 1] as number;
+      if (kept < keep) {
+        const part = piece.subarray(0, keep - kept);
         parts.push(copy ? Buffer.from(part) : part);
         kept += part.length;
       }
@@ -47,15 +52,17 @@ export function openJsonLines(path: string): { size: number; bytesRead: () => nu
     const line = (): JsonLine | null => {
       lineNo++;
       const raw = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, kept);
-      const whole = length;
+      const cr = last === 0x0d ? 1 : 0;
+      const bom = lineNo === 1 && BOM.every((byte, i) => raw[i] === byte) ? BOM.length : 0;
+      const whole = length - cr - bom;
       parts = [];
       kept = 0;
       length = 0;
+      last = -1;
       if (whole > MAX_EVENT_BYTES) {
-        return { lineNo, text: '', bytes: raw, problem: `event is ${whole} bytes, over the ${MAX_EVENT_BYTES} (1 MiB) an event may take` };
+        return { lineNo, text: '', bytes: raw.subarray(bom, bom + MAX_EVENT_BYTES), problem: `event is ${whole} bytes, over the ${MAX_EVENT_BYTES} (1 MiB) an event may take` };
       }
-      let b = raw.length > 0 && raw[raw.length - 1] === 0x0d ? raw.subarray(0, raw.length - 1) : raw;
-      if (lineNo === 1 && BOM.every((byte, i) => b[i] === byte)) b = b.subarray(BOM.length);
+      const b = raw.subarray(bom, raw.length - cr);
       try {
         const text = utf8.decode(b);
         return text.trim() === '' ? null : { lineNo, text, bytes: b };
@@ -90,9 +97,12 @@ export type LineTenant = { ok: true; id: string } | { ok: false; reason: string 
  */
 export function lineTenant(value: unknown, flag: string | undefined): LineTenant {
   if (flag !== undefined) return { ok: true, id: flag };
-  const id = value !== null && typeof value === 'object' ? (value as Record<string, unknown>)['APIKeyID'] : undefined;
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return { ok: false, reason: 'event must be a JSON object' };
+  const id = (value as Record<string, unknown>)['APIKeyID'];
   if (id === undefined) return { ok: false, reason: 'no APIKeyID: pass --api-key-id or put APIKeyID in each event' };
-  const text = typeof id === 'bigint' || typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id)) ? String(id) : null;
+  // Spelled as the log's ids may be (events/schema.ts): a string of digits, spaces and leading zeros aside.
+  const digits = typeof id === 'string' ? id.trim() : typeof id === 'bigint' || (typeof id === 'number' && Number.isSafeInteger(id)) ? String(id) : '';
+  const text = /^\d{1,20}$/.test(digits) ? BigInt(digits).toString() : null;
   return text !== null && isApiKeyId(text) ? { ok: true, id: text } : { ok: false, reason: 'APIKeyID: must be a positive 64-bit integer' };
 }
 

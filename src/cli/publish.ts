@@ -209,8 +209,10 @@ async function publishToHttp(config: Config, path: string, urlFlag: string | und
   try {
     for await (const line of input.lines) {
       if (ctrlC.stopsReading()) break;
-      if (line.problem !== undefined) {
-        summary.Skipped.push({ Line: line.lineNo, Reason: line.problem });
+      // Before the parse, as over NATS: one nested deep enough would overflow its stack, and be called invalid JSON.
+      const problem = line.problem ?? payloadTextProblem(line.text) ?? undefined;
+      if (problem !== undefined) {
+        summary.Skipped.push({ Line: line.lineNo, Reason: problem });
         continue;
       }
       try {

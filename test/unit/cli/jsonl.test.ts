@@ -49,6 +49,19 @@ describe('openJsonLines', () => {
     expect((lines[1] as JsonLine).text).toBe('{"y":"é"}');
   });
 
+  it('takes an event of exactly the most an event may be, after a byte order mark and before \\r\\n, and refuses one byte more', async () => {
+    const exact = `{"pad":"${'x'.repeat(MAX_EVENT_BYTES - 10)}"}`;
+    const over = `{"pad":"${'x'.repeat(MAX_EVENT_BYTES - 9)}"}`;
+    expect(exact.length).toBe(MAX_EVENT_BYTES);
+    const lines = await read('exact.jsonl', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(`${exact}\r\n${exact}\r\n${over}\r\n`)]));
+    expect(lines.map((l) => [l.lineNo, l.problem, l.text.length, l.bytes.length])).toEqual([
+      [1, undefined, MAX_EVENT_BYTES, MAX_EVENT_BYTES],
+      [2, undefined, MAX_EVENT_BYTES, MAX_EVENT_BYTES],
+      [3, `event is ${MAX_EVENT_BYTES + 1} bytes, over the ${MAX_EVENT_BYTES} (1 MiB) an event may take`, 0, MAX_EVENT_BYTES],
+    ]);
+    expect(Buffer.from((lines[2] as JsonLine).bytes).equals(Buffer.from(over.slice(0, MAX_EVENT_BYTES)))).toBe(true);
+  });
+
   it('gives a line longer than an event may be a problem and only its first MiB, never holding it whole', async () => {
     const long = `{"pad":"${'x'.repeat(5 * 1024 * 1024)}"}`;
     const lines = await read('long.jsonl', Buffer.from(`{"a":1}\n${long}\n{"b":2}\n`));
