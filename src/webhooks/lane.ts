@@ -78,7 +78,7 @@ export class Lane {
   /** A callback URL changed (null: any may have): its concurrency starts again at the cap (url-limits.ts). */
   urlChanged(urlId: string | null): void {
     if (urlId === null) this.#limits.forgetAll();
-    else this.#limits.forget(urlId);
+    else this.#limits.forget(urlId, this.#inFlight.get(urlId) ?? 0);
   }
 
   /** How many URLs are held below `perUrl` now. */

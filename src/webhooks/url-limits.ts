@@ -20,7 +20,8 @@ import type { HttpOutcome } from './http-delivery.js';
  * A URL that has not throttled or timed out for RECOVER_MS is back at the cap, however little it
  * was used meanwhile (the increase needs the URL busy: a quiet URL, a dead one, would otherwise
  * stay held for good), and a URL that changed (a new address, revived, deleted: `forget`) starts
- * again at the cap at once.
+ * again at the cap at once, the answers to requests sent before the change not counted (they
+ * came from the old address, or the old state of the receiver).
  */
 
 /** A URL with no throttle answer or timeout for this long is back at the cap. */
@@ -71,9 +72,13 @@ export class UrlLimits {
     }
   }
 
-  /** The URL changed (its address, its status, or it was deleted): back at the cap. */
-  forget(url: string): void {
-    this.#urls.delete(url);
+  /**
+   * The URL changed (its address, its status, or it was deleted): back at the cap. `inFlight`:
+   * its requests sent before the change, whose answers then move nothing.
+   */
+  forget(url: string, inFlight = 0): void {
+    if (this.adaptive && inFlight > 0) this.#urls.set(url, { limit: this.max, credit: 0, holdFor: inFlight, throttledAt: this.clock() });
+    else this.#urls.delete(url);
   }
 
   /** Every URL back at the cap (any of them may have changed). */
@@ -113,12 +118,15 @@ export class UrlLimits {
       s.holdFor = inFlight - 1;
       return;
     }
-    if (s === undefined || answer.statusCode === null || !(waiting || inFlight >= s.limit)) return;
-    s.credit += 1;
-    if (s.credit < s.limit) return;
-    s.limit += 1;
-    s.credit = 0;
-    // Back at the cap: nothing to remember.
+    if (s === undefined) return;
+    if (s.limit < this.max && answer.statusCode !== null && (waiting || inFlight >= s.limit)) {
+      s.credit += 1;
+      if (s.credit >= s.limit) {
+        s.limit += 1;
+        s.credit = 0;
+      }
+    }
+    // At the cap, with no answers left to pass over: nothing to remember.
     if (s.limit >= this.max && s.holdFor === 0) this.#urls.delete(url);
   }
 }

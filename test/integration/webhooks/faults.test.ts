@@ -142,9 +142,13 @@ describe('isolation', () => {
     // /status counts the URLs held below their cap.
     expect(dispatcher.stats.throttledUrls.first).toBe(adaptive ? 1 : 0);
     if (!adaptive) return;
-    // A URL that changed (here its address; a revival or a deletion alike) starts again at its cap.
-    await sql`UPDATE callback_urls SET url = ${r.url('/busy-moved')} WHERE id = ${busyUrl.id}`.execute(db.kysely);
+    // A URL that changed (here its address, to a receiver that keeps up; a revival or a deletion
+    // alike) starts again at its cap, the 503s to requests sent before the change passed over.
+    await sql`UPDATE callback_urls SET url = ${r.url('/moved')} WHERE id = ${busyUrl.id}`.execute(db.kysely);
     await waitFor('the changed URL back at its cap', async () => dispatcher?.stats.throttledUrls.first === 0 && dispatcher.stats.throttledUrls.retry === 0);
+    await r.waitForIds(1, '/moved');
+    await new Promise((res) => setTimeout(res, 2 * ANSWER_MS));
+    expect(dispatcher.stats.throttledUrls).toMatchObject({ first: 0, retry: 0 });
   });
 
   it('a hanging endpoint with 10× the traffic leaves a healthy endpoint`s latency alone', async () => {

@@ -86,6 +86,18 @@ describe('UrlLimits', () => {
     expect([...limits.lowered()]).toEqual([]);
   });
 
+  it('passes over the answers to requests sent before a URL changed, then counts again', () => {
+    const limits = new UrlLimits(16);
+    limits.observe('a', BUSY, 3, false);
+    // Changed with 3 requests in flight (sent to the old address): their throttle answers move nothing.
+    limits.forget('a', 3);
+    for (const inFlight of [3, 2, 1]) limits.observe('a', BUSY, inFlight, false);
+    expect([limits.of('a'), [...limits.lowered()]]).toEqual([16, []]);
+    // A request sent after the change, answered 503: halved as any.
+    limits.observe('a', BUSY, 1, false);
+    expect(limits.of('a')).toBe(8);
+  });
+
   it('keeps URLs apart, and keeps the cap when not adaptive', () => {
     const limits = new UrlLimits(4);
     limits.observe('slow', BUSY, 4, true);
