@@ -32,6 +32,13 @@ export async function leaseHolder(db: Kysely<Database>, name: string): Promise<{
   return row ?? null;
 }
 
+/** A lease held was found taken by another owner (this one stood still past its time). */
+export class LeaseLost extends Error {
+  constructor(readonly lease: string) {
+    super(`the lease ${lease} was taken over by another process while this one stood still past its time`);
+  }
+}
+
 /** How long a replay's leases last unrenewed: an interrupted or killed replay frees its read models within it. */
 export const REPLAY_LEASE_MS = 60_000;
 
@@ -41,13 +48,18 @@ export const REPLAY_LEASE_MS = 60_000;
  * process that dies without releasing frees them once `ttlMs` has passed. Renewals run one at a
  * time, and `release` waits for the one in flight before deleting: a renewal landing after the
  * delete would take the lease again for a whole `ttlMs`.
+ *
+ * A process that stood still past `ttlMs` (stopped, a frozen machine) may find its leases taken
+ * by another when it goes on: `lost` is aborted (with a {@link LeaseLost}) when a renewal finds
+ * one taken, and `confirm` renews them all at once, on `db` or within a transaction (whose row
+ * locks then keep them until it ends), and says whether every one is still its own.
  */
 export async function holdLeases(
   db: Kysely<Database>,
   names: readonly string[],
   owner: string,
   ttlMs: number,
-): Promise<{ ok: true; release: () => Promise<void> } | { ok: false; taken: string }> {
+): Promise<{ ok: true; release: () => Promise<void>; confirm: (on?: Kysely<Database>) => Promise<boolean>; lost: AbortSignal } | { ok: false; taken: string }> {
   const held: string[] = [];
   const releaseAll = async () => {
     for (const name of held) await releaseLease(db, name, owner).catch(() => {});
@@ -61,8 +73,12 @@ export async function holdLeases(
   }
   let released = false;
   let renewing: Promise<void> = Promise.resolve();
+  const lost = new AbortController();
   const renew = async () => {
-    for (const name of held) if (!released) await tryAcquireLease(db, name, owner, ttlMs).catch(() => {});
+    for (const name of held) {
+      // A renewal that fails (the database away a moment) says nothing of who holds the lease.
+      if (!released && !lost.signal.aborted && !(await tryAcquireLease(db, name, owner, ttlMs).catch(() => true))) lost.abort(new LeaseLost(name));
+    }
   };
   const timer = setInterval(() => {
     renewing = renewing.then(renew);
@@ -70,6 +86,11 @@ export async function holdLeases(
   timer.unref();
   return {
     ok: true,
+    lost: lost.signal,
+    confirm: async (on = db) => {
+      for (const name of held) if (!(await tryAcquireLease(on, name, owner, ttlMs))) return false;
+      return true;
+    },
     release: async () => {
       released = true;
       clearInterval(timer);

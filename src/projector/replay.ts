@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { PROJECTIONS } from '../../projections/index.js';
 import type { Projection } from '../../projections/kit/types.js';
 import { DEFAULT_REPLAY_COUNTER_ROWS } from '../config.js';
 import type { Db } from '../db/connect.js';
+import type { Database } from '../db/schema.js';
 import { inTransactionIfLocksCome, LOCK_WAIT_MS } from '../db/lock-timeout.js';
 import { logHead } from '../log/read.js';
 import { holdLeases, REPLAY_LEASE_MS } from '../log/leases.js';
@@ -17,7 +18,7 @@ import { openShadowRows } from './shadow-rows.js';
 import { stopPoint } from './stop-point.js';
 import { SWAP_LOCK_TIMEOUT_MS, SWAP_WAIT_MS, swapWhenFree } from './swap.js';
 import { execAll, SHADOW } from './tables.js';
-import { writeDeltas } from './write-delta.js';
+import { writeDeltas, writeDeltasWithin } from './write-delta.js';
 
 export type ReplayPhase = 'read' | 'build' | 'fold' | 'write' | 'index' | 'catch-up' | 'wait' | 'swap';
 
@@ -99,6 +100,19 @@ export class ReplayRunning extends Error {
   }
 }
 
+/** This replay stood still past its leases' time and another replay took them: it stops, leaving the tables to that one. */
+export class ReplayOvertaken extends Error {
+  constructor(projections: readonly Projection[]) {
+    super(
+      `This replay of ${projections.map((p) => p.name).join(', ')} stood still for more than ${REPLAY_LEASE_MS / 1000} s (stopped, or its machine frozen) and another replay took its read models over: ` +
+        'it stopped without touching the tables that one is building; the live tables are as that one leaves them',
+    );
+  }
+}
+
+/** Renews this replay's leases (within `on`, a transaction, until it ends) and says whether they are all still its own. */
+export type ConfirmLeases = (on?: Kysely<Database>) => Promise<boolean>;
+
 /**
  * Rebuilds read models from position 0 without disturbing the live tables: every event is read
  * once, grouped by message (and campaign), folded by each projection into
@@ -114,10 +128,14 @@ export async function replay(db: Db, projections: readonly Projection[], options
   const owner = `replay-${randomUUID()}`;
   const leases = await holdLeases(db.leaseConnection(), projections.map((p) => `replay:${p.name}`), owner, REPLAY_LEASE_MS);
   if (!leases.ok) throw new ReplayRunning(leases.taken.slice('replay:'.length));
+  // A renewal that finds a lease taken stops the rebuild at its next step, as a Ctrl-C would.
+  const signal = options.signal === undefined ? leases.lost : AbortSignal.any([options.signal, leases.lost]);
   try {
     await dropLeftWorkTables(db, PROJECTIONS.filter((p) => !projections.some((q) => q.name === p.name)), owner);
-    return await rebuild(db, projections, options);
+    return await rebuild(db, projections, { ...options, signal }, leases.confirm);
   } catch (err) {
+    // Overtaken: the shadow tables are the other replay's now.
+    if (err instanceof ReplayOvertaken || leases.lost.aborted || !(await leases.confirm().catch(() => true))) throw new ReplayOvertaken(projections);
     // Stopped (Ctrl-C) or failed: its shadow tables go too, while it still holds their leases.
     // One whose lock does not come within 2 s (someone reads it) is left, and all of them if the
     // database is gone: the next run drops them before it builds.
@@ -156,7 +174,7 @@ async function dropLeftWorkTables(db: Db, others: readonly Projection[], owner: 
   }
 }
 
-async function rebuild(db: Db, projections: readonly Projection[], options: ReplayOptions): Promise<ReplayReport> {
+async function rebuild(db: Db, projections: readonly Projection[], options: ReplayOptions, confirm: ConfirmLeases): Promise<ReplayReport> {
   const progress = options.onProgress ?? (() => {});
   const tables = projections.flatMap((p) => p.tables);
   const head = await logHead(db.kysely);
@@ -181,7 +199,7 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
   const events = await countEventsUpTo(db, head);
   const report = { projections: projections.map((p) => p.name), position: head, events, groups: groupCount, rows, spills };
   if (options.mode === 'verify') return { ...report, differences: await compareWithLive(db, tables) };
-  const caughtUp = await catchUp(db, projections, head, options, progress);
+  const caughtUp = await catchUp(db, projections, head, options, progress, confirm);
   await stopPoint(options.signal);
   // Shown while the swap waits for the live tables' locks (a 'wait' phase after each try that times out).
   progress({ phase: 'swap', done: 0, total: 1, gauge: 'steps' });
@@ -189,7 +207,11 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
     lockTimeoutMs: options.swapLockTimeoutMs ?? SWAP_LOCK_TIMEOUT_MS,
     waitMs: options.swapWaitMs ?? SWAP_WAIT_MS,
     signal: options.signal,
-    catchUp: (from) => catchUp(db, projections, from, options, progress),
+    catchUp: (from) => catchUp(db, projections, from, options, progress, confirm),
+    confirm: async (trx) => {
+      if (!(await confirm(trx))) throw new ReplayOvertaken(projections);
+    },
+    catchUpWithin: db.pool === null ? undefined : (trx, from, to) => catchUpWithin(db, trx, projections, from, to, options.catchUpBatch),
     progress,
   });
   progress({ phase: 'swap', done: 1, total: 1, gauge: 'steps' });
@@ -239,7 +261,14 @@ const CATCH_UP_PATIENCE = 3;
  * longer gaining on it ({@link CATCH_UP_PATIENCE}). Its progress counts positions from `from`: the
  * total is what was appended since, and grows with the head.
  */
-async function catchUp(db: Db, projections: readonly Projection[], from: bigint, options: ReplayOptions, progress: (p: ReplayProgress) => void): Promise<bigint> {
+async function catchUp(
+  db: Db,
+  projections: readonly Projection[],
+  from: bigint,
+  options: ReplayOptions,
+  progress: (p: ReplayProgress) => void,
+  confirm: ConfirmLeases,
+): Promise<bigint> {
   let position = from;
   let nearest: bigint | null = null;
   let stalled = 0;
@@ -258,11 +287,28 @@ async function catchUp(db: Db, projections: readonly Projection[], from: bigint,
     const cursors: Cursor[] = projections.map((projection) => ({ projection, position }));
     const batch = await computeBatch(db, cursors, options.catchUpBatch);
     if (batch === null) return position;
+    // Not into shadow tables another replay took over (this one stood still past its leases).
+    if (!(await confirm())) throw new ReplayOvertaken(projections);
     await writeDeltas(db, [...batch.deltas.values()], SHADOW);
     position = batch.to;
     // The batch may reach past `head` (appended since it was read).
     progress({ phase: 'catch-up', done: Number(position - from), total: Number((position > head ? position : head) - from) });
   }
+}
+
+/**
+ * The swap's last catch-up, within its transaction (the live tables and checkpoints held): the
+ * shadow tables brought at least to `to`, where the live projector has brought the live ones.
+ */
+async function catchUpWithin(db: Db, trx: Kysely<Database>, projections: readonly Projection[], from: bigint, to: bigint, batchSize: number): Promise<bigint> {
+  let position = from;
+  while (position < to) {
+    const batch = await computeBatch(db, projections.map((projection) => ({ projection, position })), batchSize);
+    if (batch === null) break;
+    await writeDeltasWithin(trx, [...batch.deltas.values()], SHADOW);
+    position = batch.to;
+  }
+  return position;
 }
 
 /** Events in the log up to `head` (an index-only scan of the positions). */

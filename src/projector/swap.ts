@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Projection } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
+import type { Database } from '../db/schema.js';
 import { inTransactionIfLocksCome, LOCK_WAIT_MS } from '../db/lock-timeout.js';
 import type { ReplayProgress } from './replay.js';
 import { execAll, swapStatements } from './tables.js';
@@ -23,6 +24,17 @@ export interface SwapOptions {
   readonly signal?: AbortSignal | undefined;
   /** Applies to the shadow tables what was appended after `from`; gives the position reached. */
   readonly catchUp: (from: bigint) => Promise<bigint>;
+  /** Within the swap's transaction, before anything else: throws unless the replay's leases are still its own (kept then until it commits). */
+  readonly confirm: (trx: Kysely<Database>) => Promise<void>;
+  /**
+   * Within the swap's transaction, once it holds the live tables and checkpoints: applies to the
+   * shadow tables what lies between `from` and `to` (the live checkpoint, ahead of the shadow
+   * tables by what the live projector applied since the last catch-up), so the swap never moves
+   * a read model back; gives the position reached. Postgres only (it reads the log on other
+   * connections); without it a swap may land behind the live tables, which the live projector
+   * then brings forward again.
+   */
+  readonly catchUpWithin?: ((trx: Kysely<Database>, from: bigint, to: bigint) => Promise<bigint>) | undefined;
   readonly progress: (p: ReplayProgress) => void;
 }
 
@@ -35,7 +47,8 @@ export interface SwapOptions {
 export async function swapWhenFree(db: Db, projections: readonly Projection[], position: bigint, options: SwapOptions): Promise<bigint> {
   const started = Date.now();
   for (let tries = 1; ; tries++) {
-    if (await trySwap(db, projections, position, options.lockTimeoutMs)) return position;
+    const swapped = await trySwap(db, projections, position, options);
+    if (swapped !== null) return swapped;
     const holders = await describeHolders(db, projections.flatMap((p) => p.tables.map((t) => t.name)));
     const left = options.waitMs - (Date.now() - started);
     if (left <= 0) {
@@ -54,10 +67,12 @@ export async function swapWhenFree(db: Db, projections: readonly Projection[], p
   }
 }
 
-/** One try: false if a lock was not granted within `lockTimeoutMs` (nothing changed then). */
-async function trySwap(db: Db, projections: readonly Projection[], position: bigint, lockTimeoutMs: number): Promise<boolean> {
-  // For every lock this transaction waits for: the tables' and the checkpoint rows'.
-  return inTransactionIfLocksCome(db.kysely, lockTimeoutMs, async (trx) => {
+/** One try: the position swapped in, or null if a lock was not granted within `lockTimeoutMs` (nothing changed then). */
+async function trySwap(db: Db, projections: readonly Projection[], from: bigint, options: SwapOptions): Promise<bigint | null> {
+  let position = from;
+  // For every lock this transaction waits for: the leases', the tables' and the checkpoint rows'.
+  const swapped = await inTransactionIfLocksCome(db.kysely, options.lockTimeoutMs, async (trx) => {
+    await options.confirm(trx);
     // Same lock order as a live runner's batch (tables in registry order, then checkpoints),
     // so the two wait for each other instead of deadlocking.
     const live = projections.flatMap((p) => p.tables.map((t) => t.name));
@@ -66,6 +81,11 @@ async function trySwap(db: Db, projections: readonly Projection[], position: big
       // Holding the checkpoint row makes a live runner's compare-and-set wait, then fail.
       await sql`INSERT INTO checkpoints (name, position, version) VALUES (${p.name}, 0, ${p.version}) ON CONFLICT (name) DO NOTHING`.execute(trx);
       await sql`SELECT position FROM checkpoints WHERE name = ${p.name} FOR UPDATE`.execute(trx);
+    }
+    if (options.catchUpWithin !== undefined) {
+      const { rows } = await sql<{ live: string | null }>`SELECT max(position)::text AS live FROM checkpoints WHERE name = ANY(${projections.map((p) => p.name)}::text[])`.execute(trx);
+      const live = BigInt(rows[0]?.live ?? '0');
+      if (live > position) position = await options.catchUpWithin(trx, position, live);
     }
     for (const p of projections) {
       for (const t of p.tables) await execAll(trx, swapStatements(t));
@@ -77,6 +97,7 @@ async function trySwap(db: Db, projections: readonly Projection[], position: big
         ON CONFLICT (name) DO UPDATE SET version = excluded.version, built_at = excluded.built_at`.execute(trx);
     }
   });
+  return swapped ? position : null;
 }
 
 /** Who holds a lock on one of `tables` now, for the operator: table, pid, since when, doing what. */

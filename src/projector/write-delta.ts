@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import { CompiledQuery, type Kysely, sql } from 'kysely';
 import type { ColumnSpec, TableSpec, Value } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
 import type { Database } from '../db/schema.js';
@@ -44,6 +44,12 @@ export async function writeDeltas(db: Db, deltas: readonly Delta[], suffix = '',
   const { statement: s, params } = writeQuery(deltas, suffix, checkpoints);
   const rows = await run<{ ok: boolean }>(db, s, params);
   return rows[0]?.ok === true;
+}
+
+/** `writeDeltas` of shadow tables (no checkpoint) within a transaction: the swap's last catch-up (swap.ts). */
+export async function writeDeltasWithin(trx: Kysely<Database>, deltas: readonly Delta[], suffix: string): Promise<void> {
+  const { statement: s, params } = writeQuery(deltas, suffix, null);
+  await trx.executeQuery(CompiledQuery.raw(s.text, params));
 }
 
 /** One data-modifying CTE: deleting emptied counter rows, upserting counter rows, deleting rows, upserting rows. */

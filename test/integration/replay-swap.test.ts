@@ -4,8 +4,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECTIONS } from '../../projections/index.js';
 import type { Db } from '../../src/db/connect.js';
+import { readCheckpoint } from '../../src/log/checkpoints.js';
 import { logHead } from '../../src/log/read.js';
-import { replay, type ReplayProgress } from '../../src/projector/replay.js';
+import { replay, ReplayOvertaken, type ReplayProgress } from '../../src/projector/replay.js';
 import type { Projector } from '../../src/projector/runner.js';
 import { openMigratedDb } from '../support/databases.js';
 import { sampleEvents } from '../support/events.js';
@@ -120,6 +121,57 @@ describe('the replay swap beside a long reader of a live table (Postgres)', () =
     expect(await shadowTables(db)).toEqual([]);
     // The live projector kept the live tables.
     await appendMessages(3);
+    await caughtUp(db);
+    expect(await verifyAgainstReplay(db)).toEqual(NO_DIFFERENCES);
+  }, 120_000);
+
+  it('never swaps a read model in behind where the live projector has brought it', async () => {
+    const holder = await blocker();
+    const geo = PROJECTIONS.filter((p) => p.name === 'geo');
+    // A catch-up step of 1,000: the few events appended while the swap waits are left to the live projector.
+    const replaying = replay(db, geo, { readBatch: 1000, catchUpBatch: 1000, swapLockTimeoutMs: 300, swapWaitMs: 60_000 });
+    replaying.catch(() => {});
+    let live: bigint;
+    try {
+      await waitFor('the swap to ask for its locks', () => swapWaiting(db, 'geo_stats'), 60_000, 10);
+      await appendMessages(3);
+      await caughtUp(db, geo);
+      live = await readCheckpoint(db.kysely, 'geo');
+    } finally {
+      await holder.client.query('COMMIT');
+    }
+    const report = await replaying;
+    expect(report.position).toBeGreaterThanOrEqual(live);
+    expect(await readCheckpoint(db.kysely, 'geo')).toBeGreaterThanOrEqual(live);
+    await caughtUp(db);
+    expect(await verifyAgainstReplay(db)).toEqual(NO_DIFFERENCES);
+  }, 120_000);
+
+  it('stops, touching no table, once another replay took its leases over while it stood still', async () => {
+    const holder = await blocker();
+    const geo = PROJECTIONS.filter((p) => p.name === 'geo');
+    const replaying = replay(db, geo, { readBatch: 1000, catchUpBatch: 100, swapLockTimeoutMs: 300, swapWaitMs: 60_000 });
+    let outcome: unknown;
+    try {
+      await waitFor('the swap to ask for its locks', () => swapWaiting(db, 'geo_stats'), 60_000, 10);
+      // What a second replay does when this one's lease ran out while it stood still (stopped,
+      // its machine frozen): takes the lease, and builds its own shadow tables.
+      await sql`UPDATE leases SET owner = 'replay-other', expires_at = now() + interval '60 seconds' WHERE name = 'replay:geo'`.execute(db.kysely);
+      await holder.client.query('COMMIT');
+      outcome = await Promise.race([replaying.then(() => 'swapped in', (err: unknown) => err), sleep(30_000).then(() => 'still running')]);
+    } finally {
+      await holder.client.query('ROLLBACK').catch(() => {});
+      await replaying.catch(() => {});
+    }
+    try {
+      expect(outcome).toBeInstanceOf(ReplayOvertaken);
+      // The other replay's tables, not dropped; the live ones not swapped.
+      expect(await shadowTables(db)).toEqual(['geo_stats__shadow']);
+    } finally {
+      await sql`DROP TABLE IF EXISTS geo_stats__shadow`.execute(db.kysely);
+      await sql`DELETE FROM leases WHERE name = 'replay:geo'`.execute(db.kysely);
+    }
+    await appendMessages(2);
     await caughtUp(db);
     expect(await verifyAgainstReplay(db)).toEqual(NO_DIFFERENCES);
   }, 120_000);

@@ -257,7 +257,9 @@ describe.each(DIALECTS)('replay on %s', (dialect) => {
     expect(catchUp[0]).toEqual({ phase: 'catch-up', done: 0, total: appended });
     expect(catchUp.every((p) => p.total === appended && p.done <= p.total)).toBe(true);
     expect(catchUp.map((p) => p.done)).toEqual([...catchUp.map((p) => p.done)].sort((a, b) => a - b));
-    expect(report.position).toBe(from + BigInt(catchUp.at(-1)?.done ?? -1));
+    // Where the catch-up ended, or further: the swap brings the shadow tables at least to where the live projector is.
+    expect(report.position).toBeGreaterThanOrEqual(from + BigInt(catchUp.at(-1)?.done ?? -1));
+    expect(report.position).toBeLessThanOrEqual(await logHead(db.kysely));
     expect(of('swap')).toEqual([{ phase: 'swap', done: 0, total: 1, gauge: 'steps' }, { phase: 'swap', done: 1, total: 1, gauge: 'steps' }]);
 
     if (engine === 'sql') {
