@@ -34,7 +34,7 @@ Exit codes:
   0    done
   1    failed: a bad setting, a server not reachable, an error while running
   2    the command line is wrong: unknown command or option, an option or argument the
-       command does not take, a missing or bad value, a file that is not there, an
+       command does not take, an option given twice, a missing or bad value, a file that is not there, an
        import --api-key-id that names no key, a file whose first event carries no APIKeyID
        given to import or to publish over NATS without --api-key-id, publish --url with
        NATS_URL set (this text follows the message; nothing has been done)
@@ -202,10 +202,22 @@ function checkKeysCommandLine(rest: string[], tokens: ReturnType<typeof parseArg
 }
 
 /**
- * One parse of the options of every command; an unknown one, or one without its value, is a usage
- * error (exit 2). checkCommandLine then holds each command to its own.
+ * One parse of the options of every command; an unknown one, one without its value, or one given
+ * twice (the parser would keep the last silently) is a usage error (exit 2). checkCommandLine
+ * then holds each command to its own.
  */
 function parseArguments(argv: string[]) {
+  const parsed = parseOptions(argv);
+  const seen = new Set<string>();
+  for (const t of parsed.tokens) {
+    if (t.kind !== 'option') continue;
+    if (seen.has(t.name)) throw new UsageError(`--${t.name} is given twice${t.name === 'projection' ? '; name several read models in one: --projection a,b' : ''}`);
+    seen.add(t.name);
+  }
+  return parsed;
+}
+
+function parseOptions(argv: string[]) {
   try {
     return parseArgs({
       args: argv,

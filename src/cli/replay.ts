@@ -44,7 +44,9 @@ export async function runReplay(config: Config, only: string | undefined): Promi
     console.error('\nStopping after the current step (Ctrl-C again to quit at once)…');
     stopping.abort();
   };
+  // A SIGTERM (a supervisor, `timeout`, a CI run cancelled) stops it as a Ctrl-C does: its work tables and leases go at once.
   process.on('SIGINT', interrupted);
+  process.on('SIGTERM', interrupted);
   try {
     await withSchemaLock(db, async () => {
       await migrateToLatest(db.kysely);
@@ -90,6 +92,7 @@ export async function runReplay(config: Config, only: string | undefined): Promi
     return 0;
   } finally {
     process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
     bar.stop();
     await db.close();
   }

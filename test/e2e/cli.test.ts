@@ -342,9 +342,10 @@ describe('errors and migrate', () => {
     expect(r.stderr).toMatch(/Usage: mailtally <command>/);
   });
 
-  it('an unknown option, an option without its value or a bad --roles exits 2 with the usage', async () => {
+  it('an unknown option, an option without its value or given twice, or a bad --roles exits 2 with the usage', async () => {
     for (const [args, message] of [
       [['serve', '--bogus'], /^Unknown option --bogus\n\nUsage:/],
+      [['replay', '--projection', 'geo', '--projection', 'messages'], /^--projection is given twice; name several read models in one: --projection a,b\n\nUsage:/],
       [['import', 'events.jsonl', '--batch-size', '-5'], /Option '--batch-size' argument is ambiguous/],
       [['import', 'events.jsonl', '--batch-size=-5'], /--batch-size must be a positive whole number \(got "-5"\)/],
       [['serve', '--roles', 'api,bogus'], /Unknown role "bogus"/],

@@ -39,11 +39,12 @@ afterAll(async () => {
 });
 
 describe('mailtally replay, interrupted', () => {
-  it('stops at Ctrl-C, keeps nothing of the run, and can run again at once', async () => {
+  // SIGTERM: what a supervisor, `timeout` or a cancelled CI run sends.
+  it.each(['SIGINT', 'SIGTERM'] as const)('stops at %s as at Ctrl-C, keeps nothing of the run, and can run again at once', async (signal) => {
     const statcountersBefore = await sql<{ n: number }>`SELECT count(*)::int AS n FROM statcounters`.execute(db.kysely);
     const run = spawnCli(['replay'], { env });
     await run.waitFor('the rebuild to start building tables', () => (run.stderr.includes('replay: building tables') ? true : undefined), 60_000);
-    run.signal('SIGINT');
+    run.signal(signal);
     const exit = await run.waitForExit(60_000);
     expect(exit.code, run.describe()).toBe(130);
     expect(run.stderr).toContain('Interrupted: the live tables are untouched');
