@@ -93,6 +93,10 @@ export async function connectDb(config: Config['database'], opts: { application?
     }).catch((err: unknown) => {
       throw cannotOpen(config.dataDir, err);
     });
+    // Every lease here is a process's that has ended (this one holds the directory's lock, and
+    // only one process at a time may): one killed would otherwise hold its read models, or a
+    // replay's, until its leases lapsed (15 s to a minute).
+    await client.exec(`DO $$ BEGIN IF to_regclass('leases') IS NOT NULL THEN DELETE FROM leases; END IF; END $$`);
     const kysely = new Kysely<Database>({ dialect: pgliteDialect(client) });
     return {
       kysely,
