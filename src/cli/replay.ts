@@ -152,9 +152,10 @@ export function phaseBars(tty = process.stderr.isTTY): { update(p: ReplayProgres
       const previous = current;
       if (p.phase !== previous?.phase) {
         // A wait does not end on its full count (its total is a limit), nor a catch-up (it ends
-        // near the head, or where it stopped gaining on the appends): its last count stands.
+        // near the head, or where it stopped gaining on the appends), nor a swap that goes on to
+        // wait for its locks (its try timed out): its last count stands.
         if (previous !== null && previous.phase !== 'wait') {
-          const last = previous.phase === 'catch-up' ? previous.done : previous.total;
+          const last = previous.phase === 'catch-up' || (previous.phase === 'swap' && p.phase === 'wait') ? previous.done : previous.total;
           if (bar !== null) bar.update(last);
           else if (printedDone !== last) line(previous, last);
         }

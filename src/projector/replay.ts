@@ -215,7 +215,9 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
     progress,
   });
   progress({ phase: 'swap', done: 1, total: 1, gauge: 'steps' });
-  return { ...report, position, behind: Number((await logHead(db.kysely)) - position) };
+  // What was caught up with counts too: the events the swapped-in read models hold.
+  const held = position === head ? report.events : await countEventsUpTo(db, position);
+  return { ...report, position, events: held, behind: Number((await logHead(db.kysely)) - position) };
 }
 
 /** The fold's rebuild: every event read and folded group by group into the shadow tables. */

@@ -260,6 +260,9 @@ describe.each(DIALECTS)('replay on %s', (dialect) => {
     // Where the catch-up ended, or further: the swap brings the shadow tables at least to where the live projector is.
     expect(report.position).toBeGreaterThanOrEqual(from + BigInt(catchUp.at(-1)?.done ?? -1));
     expect(report.position).toBeLessThanOrEqual(await logHead(db.kysely));
+    // Its events, the caught-up ones among them: what the swapped-in read models hold.
+    const held = await db.kysely.selectFrom('events').select((eb) => eb.fn.countAll<string>().as('n')).where('position', '<=', report.position).executeTakeFirstOrThrow();
+    expect(report.events).toBe(Number(held.n));
     expect(of('swap')).toEqual([{ phase: 'swap', done: 0, total: 1, gauge: 'steps' }, { phase: 'swap', done: 1, total: 1, gauge: 'steps' }]);
 
     if (engine === 'sql') {

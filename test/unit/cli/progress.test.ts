@@ -58,6 +58,8 @@ describe('progress output', () => {
     const written = capturedStderr();
     const bars = phaseBars(false);
     bars.update({ phase: 'catch-up', done: 10, total: 10 });
+    // The swap's first try, whose locks do not come: it did not swap anything in.
+    bars.update({ phase: 'swap', done: 0, total: 1, gauge: 'steps' });
     bars.update({ phase: 'wait', done: 0, total: 300, waitingFor: 'geo_stats, held by pid 42 (…)' });
     bars.update({ phase: 'wait', done: 2, total: 300, waitingFor: 'geo_stats, held by pid 42 (…)' });
     bars.update({ phase: 'wait', done: 4, total: 300, waitingFor: 'geo_stats, held by pid 43 (…)' });
@@ -67,6 +69,8 @@ describe('progress output', () => {
     expect(lines).toEqual([
       'replay: catching up (10 positions)',
       'replay: catching up 10/10',
+      'replay: swapping in (1 step)',
+      expect.stringMatching(/^replay: swapping in 0\/1 \(\d+ s\)$/),
       'replay: waiting for locks (300 s)',
       'replay: waiting for locks 0/300 s: geo_stats, held by pid 42 (…)',
       'replay: waiting for locks 4/300 s: geo_stats, held by pid 43 (…)',
