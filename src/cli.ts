@@ -1,6 +1,7 @@
 import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config.js';
+import { isDatabaseAway } from './db/errors.js';
 import { isApiKeyId } from './events/schema.js';
 import { UsageError } from './cli/usage-error.js';
 
@@ -259,7 +260,13 @@ main(process.argv.slice(2)).then(
   (err: unknown) => {
     if (err instanceof UsageError) console.error(`${err.message}\n\n${USAGE}`);
     else if (err instanceof ConfigError) console.error(err.message);
-    else console.error(`mailtally: ${err instanceof Error ? err.message : String(err)}`);
+    else if (isDatabaseAway(err) && !(err instanceof Error && err.message.startsWith('DATABASE_URL'))) {
+      // A connection that broke while the command ran (one never made is reported at connect, naming DATABASE_URL).
+      console.error(
+        `mailtally: the database connection broke (${err instanceof Error ? err.message : String(err)}): is the server at DATABASE_URL up? ` +
+          'Each write commits whole or not at all (a replay swaps its read models in only whole), so running the command again is safe.',
+      );
+    } else console.error(`mailtally: ${err instanceof Error ? err.message : String(err)}`);
     process.exitCode = err instanceof UsageError ? 2 : 1;
   },
 );

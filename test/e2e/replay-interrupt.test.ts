@@ -63,6 +63,17 @@ describe('mailtally replay, interrupted', () => {
     expect(await verifyAgainstReplay(db)).toEqual(NO_DIFFERENCES);
   }, 240_000);
 
+  it('says the database connection broke, and that running it again is safe, when its connections are ended on the server', async () => {
+    const run = spawnCli(['replay'], { env });
+    await run.waitFor('the rebuild to start building tables', () => (run.stderr.includes('replay: building tables') ? true : undefined), 60_000);
+    await sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'mailtally:replay'`.execute(db.kysely);
+    const exit = await run.waitForExit(60_000);
+    expect(exit.code, run.describe()).toBe(1);
+    expect(run.stderr).toMatch(/mailtally: the database connection broke \(.+\): is the server at DATABASE_URL up\? Each write commits whole or not at all/);
+    // Its process has ended: what it could not let go of (its lease connection ended too) goes now, for the next tests.
+    await sql`DELETE FROM leases WHERE name LIKE 'replay%'`.execute(db.kysely);
+  }, 180_000);
+
   // Quit at a second Ctrl-C, the run ends its connections on the server first: Postgres would
   // otherwise run their statements on (here a DROP waits for a lock for as long as it is held).
   it('ends the statements it has running in the database when quit at a second Ctrl-C', async () => {
