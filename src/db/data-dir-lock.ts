@@ -11,11 +11,25 @@ export const DATA_DIR_PID_FILE = 'mailtally.pid';
 export class DataDirInUseError extends Error {
   constructor(dataDir: string, pid: number) {
     super(
-      `The embedded database in ${dataDir} is in use by process ${pid} (probably \`mailtally serve\`). ` +
+      `The embedded database in ${dataDir} is in use by process ${pid} (${commandOf(pid)}). ` +
         'Stop that process first, or run against a shared Postgres by setting DATABASE_URL.',
     );
     this.name = 'DataDirInUseError';
   }
+}
+
+/** What process `pid` runs, as far as the system tells (Linux's /proc): `mailtally replay`, say. */
+function commandOf(pid: number): string {
+  let args: string[];
+  try {
+    args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
+  } catch {
+    return 'a mailtally command, or a test of it';
+  }
+  const bin = args.findIndex((a) => /(^|\/)mailtally(\.js)?$/.test(a));
+  if (bin >= 0) return `\`mailtally${args[bin + 1] !== undefined ? ` ${args[bin + 1]}` : ''}\``;
+  const line = args.join(' ');
+  return `\`${line.length > 80 ? `${line.slice(0, 80)}…` : line}\``;
 }
 
 function isAlive(pid: number): boolean {

@@ -62,7 +62,7 @@ describe('embedded mode (PGlite under DATA_DIR, HTTP ingest)', () => {
     // The data dir is locked while the server holds it; the message names the holder.
     const migrate = await runCli(['migrate'], { env: { DATA_DIR: dataDir } });
     expect(migrate.code).toBe(1);
-    expect(migrate.stderr).toContain(`in use by process ${server.pid}`);
+    expect(migrate.stderr).toContain(`in use by process ${server.pid} (\`mailtally serve\`)`);
     expect(migrate.stderr).toContain(dataDir);
 
     server.signal('SIGTERM');
