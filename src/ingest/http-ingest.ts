@@ -15,7 +15,7 @@ export const MAX_EVENTS_PER_REQUEST = 1000;
 export const MAX_BODY_BYTES = 16 * 1024 * 1024;
 
 /**
- * Bytes of POST /v1/events bodies a process takes in at once, at most: four of the largest. A
+ * Bytes of POST /v1/events bodies a process takes in at once, at most: four of the largest (one key at most half of it, beside its other uploads). A
  * body is parsed whole and each of its events on its own, several times its size in memory
  * (bench/README.md has the figures); past this, a request is answered 503 with Retry-After
  * before its body is read, and sent again (`mailtally publish` does) once others are done.
@@ -47,21 +47,33 @@ export function registerHttpIngest(app: FastifyInstance, deps: { db: Db; verifie
   refuseOtherMethods(app, '/v1/events', ['POST']);
   // Bytes of the bodies being taken in now: each request holds its declared length (the most a
   // body may be without one) from its start to its answer (or its client going away).
+  // One key may hold at most half of it, so the uploads of one tenant (or slow ones of it) never
+  // keep every other tenant's out.
   let inFlight = 0;
-  const held = new WeakMap<object, number>();
+  const ofKey = new Map<string, number>();
+  const held = new WeakMap<object, { key: string; bytes: number }>();
   const release = (req: object) => {
-    inFlight -= held.get(req) ?? 0;
+    const h = held.get(req);
+    if (h === undefined) return;
     held.delete(req);
+    inFlight -= h.bytes;
+    const left = (ofKey.get(h.key) ?? 0) - h.bytes;
+    if (left > 0) ofKey.set(h.key, left);
+    else ofKey.delete(h.key);
   };
   const admit = async (req: FastifyRequest) => {
     await auth.onRequest(req);
+    const key = auth.principalOf(req).apiKeyId;
     const declared = Number(req.headers['content-length']);
     const bytes = Number.isSafeInteger(declared) && declared >= 0 ? Math.min(declared, MAX_BODY_BYTES) : MAX_BODY_BYTES;
-    if (inFlight > 0 && inFlight + bytes > (deps.bodiesInFlightBytes ?? BODIES_IN_FLIGHT_BYTES)) {
+    const budget = deps.bodiesInFlightBytes ?? BODIES_IN_FLIGHT_BYTES;
+    const keyHolds = ofKey.get(key) ?? 0;
+    if ((inFlight > 0 && inFlight + bytes > budget) || (keyHolds > 0 && keyHolds + bytes > budget / 2)) {
       throw apiErrors.unavailable('The server is taking in other uploads; nothing of this request was stored: send it again in a moment');
     }
     inFlight += bytes;
-    held.set(req, bytes);
+    ofKey.set(key, keyHolds + bytes);
+    held.set(req, { key, bytes });
   };
   // Credentials are checked before the body is read (up to MAX_BODY_BYTES); the body arrives as
   // text (`jsonText`): each event is parsed on its own (event-array.ts).

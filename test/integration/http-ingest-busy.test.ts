@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer } from '../../src/http/server.js';
 import { registerHttpIngest } from '../../src/ingest/http-ingest.js';
-import { KeyVerifier } from '../../src/keys/key-store.js';
+import { type CreatedApiKey, KeyVerifier, createApiKey } from '../../src/keys/key-store.js';
 import { basicAuth } from '../support/api.js';
 import { type TestEnv, createTestEnv, quietLogger, waitFor } from '../support/harness.js';
 
@@ -15,9 +15,12 @@ import { type TestEnv, createTestEnv, quietLogger, waitFor } from '../support/ha
 let t: TestEnv;
 let app: FastifyInstance;
 let port: number;
+/** Another tenant's key. */
+let other: CreatedApiKey;
 
 beforeAll(async () => {
   t = await createTestEnv();
+  other = await createApiKey(t.db.kysely);
   app = createServer({ port: 0, host: '127.0.0.1', tls: null, allowInsecureHttp: false, trustProxy: false, requestTimeoutMs: 60_000, shutdownGraceMs: 5000 }, quietLogger());
   registerHttpIngest(app, { db: t.db, verifier: new KeyVerifier(t.db.kysely), bodiesInFlightBytes: 1000 });
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -67,8 +70,8 @@ function slowUpload(body: string, firstBytes: number): { socket: Socket; answer:
   };
 }
 
-const post = (events: unknown[]) =>
-  fetch(`http://127.0.0.1:${port}/v1/events`, { method: 'POST', headers: { authorization: basicAuth(t.key), 'content-type': 'application/json' }, body: JSON.stringify(events) });
+const post = (events: unknown[], key: CreatedApiKey = t.key) =>
+  fetch(`http://127.0.0.1:${port}/v1/events`, { method: 'POST', headers: { authorization: basicAuth(key), 'content-type': 'application/json' }, body: JSON.stringify(events) });
 
 describe('POST /v1/events bodies in flight', () => {
   it('answers 503 with Retry-After past the budget, before reading the body, and takes the request once the others are done', async () => {
@@ -80,8 +83,9 @@ describe('POST /v1/events bodies in flight', () => {
     expect(refused.status).toBe(503);
     expect(refused.headers.get('retry-after')).toBe('1');
     expect(await refused.json()).toEqual({ ErrorInfo: '', ErrorMessage: 'The server is taking in other uploads; nothing of this request was stored: send it again in a moment', StatusCode: 503 });
-    // A small one still fits beside it.
-    expect((await post([event(20)])).status).toBe(200);
+    // A small one of another tenant still fits beside it; of the same, not: one key holds at most half the budget.
+    expect((await post([event(20)], other)).status).toBe(200);
+    expect((await post([event(21)])).status).toBe(503);
 
     expect(await upload.finish()).toMatch(/^HTTP\/1\.1 200 /);
     const again = await post([event(10), event(11), event(12), event(13), event(14), event(15)]);
