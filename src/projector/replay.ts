@@ -301,8 +301,12 @@ async function catchUp(
 /**
  * The swap's last catch-up, within its transaction (the live tables and checkpoints held): the
  * shadow tables brought at least to `to`, where the live projector has brought the live ones.
+ * Not past one catch-up step, which reads of the live tables would wait for: a replay whose
+ * catch-up stopped gaining on a heavy ingest swaps in where it is, behind, and the live
+ * projector applies the rest.
  */
 async function catchUpWithin(db: Db, trx: Kysely<Database>, projections: readonly Projection[], from: bigint, to: bigint, batchSize: number): Promise<bigint> {
+  if (to - from > BigInt(batchSize)) return from;
   let position = from;
   while (position < to) {
     const batch = await computeBatch(db, projections.map((projection) => ({ projection, position })), batchSize);

@@ -29,10 +29,10 @@ export interface SwapOptions {
   /**
    * Within the swap's transaction, once it holds the live tables and checkpoints: applies to the
    * shadow tables what lies between `from` and `to` (the live checkpoint, ahead of the shadow
-   * tables by what the live projector applied since the last catch-up), so the swap never moves
+   * tables by what the live projector applied since the last catch-up), so the swap does not move
    * a read model back; gives the position reached. Postgres only (it reads the log on other
-   * connections); without it a swap may land behind the live tables, which the live projector
-   * then brings forward again.
+   * connections), and up to a bound (replay.ts); short of it a swap lands behind the live tables,
+   * which the live projector then brings forward again.
    */
   readonly catchUpWithin?: ((trx: Kysely<Database>, from: bigint, to: bigint) => Promise<bigint>) | undefined;
   readonly progress: (p: ReplayProgress) => void;
