@@ -35,10 +35,10 @@ Exit codes:
   0    done
   1    failed: a bad setting, a server not reachable, an error while running
   2    the command line is wrong: unknown command or option, an option or argument the
-       command does not take, an option given twice, a missing or bad value, a file that is not there, an
-       import --api-key-id that names no key, a file whose first event carries no APIKeyID
-       given to import or to publish over NATS without --api-key-id, publish --url with
-       NATS_URL set (this text follows the message; nothing has been done)
+       command does not take, an option given twice, a missing or bad value, a file that
+       is not there, an import --api-key-id that names no key, a file whose first event
+       carries no APIKeyID given to import or to publish over NATS without --api-key-id,
+       publish --url with NATS_URL set (this text follows the message; nothing has been done)
   3    import / publish went through the file but left lines out: rejected by import
        (counted in its summary, listed with their reasons by dead-letters) or skipped
        by publish (each listed with its reason in its summary)

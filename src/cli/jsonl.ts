@@ -21,9 +21,10 @@ const BOM = [0xef, 0xbb, 0xbf];
  * not UTF-8 comes with a `problem` instead of having its bytes replaced by U+FFFD. A byte order
  * mark at the start of the file is skipped; `\r\n` line ends are taken as `\n`.
  *
- * A line longer than an event may be (MAX_EVENT_BYTES, its `\r` and a byte order mark aside) comes
- * with a `problem` and only its first MAX_EVENT_BYTES (what its dead letter keeps): however long it is, it is never held whole (a
- * 550 MiB line took minutes, 2.3 GB, then a crash that stored nothing of the file).
+ * A line longer than an event may be (MAX_EVENT_BYTES, its `\r` and a byte order mark aside)
+ * comes with a `problem` and only its first MAX_EVENT_BYTES (what its dead letter keeps): however
+ * long it is, it is never held whole (a 550 MiB line took minutes, 2.3 GB, then a crash that
+ * stored nothing of the file).
  */
 export function openJsonLines(path: string): { size: number; bytesRead: () => number; lines: AsyncIterable<JsonLine> } {
   const size = statSync(path).size;

@@ -24,7 +24,7 @@ function commandOf(pid: number): string {
   try {
     args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((a) => a !== '');
   } catch {
-    return 'a mailtally command, or a test of it';
+    return 'probably a mailtally command';
   }
   const bin = args.findIndex((a) => /(^|\/)mailtally(\.js)?$/.test(a));
   if (bin >= 0) return `\`mailtally${args[bin + 1] !== undefined ? ` ${args[bin + 1]}` : ''}\``;
