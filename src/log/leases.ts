@@ -7,15 +7,25 @@ import type { Database } from '../db/schema.js';
  * takes it over once the first stops (crash included) and the lease runs out.
  */
 export async function tryAcquireLease(db: Kysely<Database>, name: string, owner: string, ttlMs: number): Promise<boolean> {
-  const result = await sql<{ owner: string }>`
+  return (await tryAcquireLeases(db, [name], owner, ttlMs)).length === 0;
+}
+
+/**
+ * `tryAcquireLease` of several (distinct) leases in one statement, in name order (two owners
+ * asking for the same ones lock them in the same order): the names not had, held by another.
+ */
+export async function tryAcquireLeases(db: Kysely<Database>, names: readonly string[], owner: string, ttlMs: number): Promise<string[]> {
+  if (names.length === 0) return [];
+  const result = await sql<{ name: string }>`
     INSERT INTO leases (name, owner, expires_at, acquired_at)
-    VALUES (${name}, ${owner}, now() + make_interval(secs => ${ttlMs / 1000}), now())
+    SELECT name, ${owner}, now() + make_interval(secs => ${ttlMs / 1000}), now() FROM unnest(${[...names]}::text[]) AS name ORDER BY name
     ON CONFLICT (name) DO UPDATE
       SET owner = excluded.owner, expires_at = excluded.expires_at,
           acquired_at = CASE WHEN leases.owner = excluded.owner THEN leases.acquired_at ELSE excluded.acquired_at END
       WHERE leases.owner = excluded.owner OR leases.expires_at < now()
-    RETURNING owner`.execute(db);
-  return result.rows.length === 1;
+    RETURNING name`.execute(db);
+  const had = new Set(result.rows.map((r) => r.name));
+  return names.filter((n) => !had.has(n));
 }
 
 export async function releaseLease(db: Kysely<Database>, name: string, owner: string): Promise<void> {
@@ -60,25 +70,22 @@ export async function holdLeases(
   owner: string,
   ttlMs: number,
 ): Promise<{ ok: true; release: () => Promise<void>; confirm: (on?: Kysely<Database>) => Promise<boolean>; lost: AbortSignal } | { ok: false; taken: string }> {
-  const held: string[] = [];
-  const releaseAll = async () => {
-    for (const name of held) await releaseLease(db, name, owner).catch(() => {});
+  const releaseAll = async (held: readonly string[]) => {
+    if (held.length > 0) await db.deleteFrom('leases').where('name', 'in', held).where('owner', '=', owner).execute().catch(() => {});
   };
-  for (const name of names) {
-    if (!(await tryAcquireLease(db, name, owner, ttlMs))) {
-      await releaseAll();
-      return { ok: false, taken: name };
-    }
-    held.push(name);
+  const taken = await tryAcquireLeases(db, names, owner, ttlMs);
+  if (taken.length > 0) {
+    await releaseAll(names.filter((n) => !taken.includes(n)));
+    return { ok: false, taken: taken[0] as string };
   }
   let released = false;
   let renewing: Promise<void> = Promise.resolve();
   const lost = new AbortController();
   const renew = async () => {
-    for (const name of held) {
-      // A renewal that fails (the database away a moment) says nothing of who holds the lease.
-      if (!released && !lost.signal.aborted && !(await tryAcquireLease(db, name, owner, ttlMs).catch(() => true))) lost.abort(new LeaseLost(name));
-    }
+    if (released || lost.signal.aborted) return;
+    // A renewal that fails (the database away a moment) says nothing of who holds the leases.
+    const gone = await tryAcquireLeases(db, names, owner, ttlMs).catch(() => []);
+    if (gone.length > 0 && !released) lost.abort(new LeaseLost(gone[0] as string));
   };
   const timer = setInterval(() => {
     renewing = renewing.then(renew);
@@ -87,15 +94,12 @@ export async function holdLeases(
   return {
     ok: true,
     lost: lost.signal,
-    confirm: async (on = db) => {
-      for (const name of held) if (!(await tryAcquireLease(on, name, owner, ttlMs))) return false;
-      return true;
-    },
+    confirm: async (on = db) => (await tryAcquireLeases(on, names, owner, ttlMs)).length === 0,
     release: async () => {
       released = true;
       clearInterval(timer);
       await renewing;
-      await releaseAll();
+      await releaseAll(names);
     },
   };
 }
