@@ -61,14 +61,14 @@ export async function runFreshnessBench(opts: BenchOptions): Promise<void> {
         if (profileDir !== null) profiles[`${rate}/s`] = summarizeProfile(profileDir, r.window);
         const cpu = r.cpu;
         process.stderr.write(
-          `${rate}/s run ${run}: visible p50 ${r.visible.p50} ms p99 ${r.visible.p99} ms max ${r.visible.max} (warm-up ${r.warmup.seconds} s${r.warmup.caughtUp ? '' : ', backlog not cleared'}, its p99 ${r.warmupVisible.p99}) | stored p50 ${r.stored.p50} p99 ${r.stored.p99} | NATS ack p50 ${r.natsAck.p50} p99 ${r.natsAck.p99} | achieved ${r.achievedRate}/s` +
+          `${rate}/s run ${run}: ${visibleText(r)} (warm-up ${r.warmup.seconds} s${r.warmup.caughtUp ? '' : ', backlog not cleared'}, its p99 ${r.warmupVisible.p99}) | stored p50 ${r.stored.p50} p99 ${r.stored.p99} | NATS ack p50 ${r.natsAck.p50} p99 ${r.natsAck.p99} | achieved ${r.achievedRate}/s` +
             ` | CPU (cores) service ${cpu.service} postgres ${cpu.postgres} nats ${cpu.nats} publisher ${cpu.publisher}, machine busy ${cpu.machineBusy} pressure ${cpu.cpuPressure}\n`,
         );
       }
       results.push({
         rate,
-        visibleP50: median(perRun.map((r) => r.visible.p50)),
-        visibleP99: median(perRun.map((r) => r.visible.p99)),
+        visibleP50: seenMedian(perRun, (r) => r.visible.p50),
+        visibleP99: seenMedian(perRun, (r) => r.visible.p99),
         storedP50: median(perRun.map((r) => r.stored.p50)),
         storedP99: median(perRun.map((r) => r.stored.p99)),
         natsAckP50: median(perRun.map((r) => r.natsAck.p50)),
@@ -100,6 +100,21 @@ export async function runFreshnessBench(opts: BenchOptions): Promise<void> {
     process.off('SIGINT', onSignal);
     await cleanup.runAll();
   }
+}
+
+type Run = Awaited<ReturnType<typeof oneRun>>;
+
+/** A run's visibility figures; a run in which no probe became visible has none (not 0 ms). */
+function visibleText(r: Run): string {
+  if (r.unseen === r.probes) return `no probe visible before the run ended (${r.probes} published)`;
+  const unseen = r.unseen > 0 ? `, ${r.unseen} of ${r.probes} probes not visible by the end: percentiles of the visible ones` : '';
+  return `visible p50 ${r.visible.p50} ms p99 ${r.visible.p99} ms max ${r.visible.max}${unseen}`;
+}
+
+/** The median over the runs in which some probe became visible ('none visible' if in none). */
+function seenMedian(runs: readonly Run[], pick: (r: Run) => number): number | string {
+  const seen = runs.filter((r) => r.unseen < r.probes);
+  return seen.length > 0 ? median(seen.map(pick)) : 'none visible';
 }
 
 /** The service's main-thread profile (the largest file), cut to the publishing window. */

@@ -18,7 +18,7 @@ import { openShadowRows } from './shadow-rows.js';
 import { stopPoint } from './stop-point.js';
 import { SWAP_LOCK_TIMEOUT_MS, SWAP_WAIT_MS, swapWhenFree } from './swap.js';
 import { execAll, SHADOW } from './tables.js';
-import { writeDeltas, writeDeltasWithin } from './write-delta.js';
+import { writeDeltasWithin } from './write-delta.js';
 
 export type ReplayPhase = 'read' | 'build' | 'fold' | 'write' | 'index' | 'catch-up' | 'wait' | 'swap';
 
@@ -184,7 +184,9 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
   let groupCount = 0;
   let spills = 0;
   if (bySql.length > 0) {
-    const built = await buildShadowsBySql(db, bySql, head, progress, options.workMem, options.signal);
+    const built = await buildShadowsBySql(db, bySql, head, progress, options.workMem, options.signal, async (trx) => {
+      if (!(await confirm(trx))) throw new ReplayOvertaken(projections);
+    });
     rows += built.rows;
     groupCount = built.groups;
   }
@@ -289,9 +291,12 @@ async function catchUp(
     const cursors: Cursor[] = projections.map((projection) => ({ projection, position }));
     const batch = await computeBatch(db, cursors, options.catchUpBatch);
     if (batch === null) return position;
-    // Not into shadow tables another replay took over (this one stood still past its leases).
-    if (!(await confirm())) throw new ReplayOvertaken(projections);
-    await writeDeltas(db, [...batch.deltas.values()], SHADOW);
+    // Written and the leases confirmed in one transaction: never into shadow tables another
+    // replay took over (this one stood still past its leases).
+    await db.kysely.transaction().execute(async (trx) => {
+      await writeDeltasWithin(trx, [...batch.deltas.values()], SHADOW);
+      if (!(await confirm(trx))) throw new ReplayOvertaken(projections);
+    });
     position = batch.to;
     // The batch may reach past `head` (appended since it was read).
     progress({ phase: 'catch-up', done: Number(position - from), total: Number((position > head ? position : head) - from) });

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { ENGAGEMENT_SELECT, FACTS_SELECT } from '../../projections/kit/sql.js';
 import type { Projection, TableSpec } from '../../projections/kit/types.js';
 import { WORK_MEM_PATTERN } from '../config.js';
 import { LOG_COLUMNS } from '../log/columns.js';
 import { FOLDED_EMAIL_SQL } from './read-groups.js';
 import type { Db } from '../db/connect.js';
+import type { Database } from '../db/schema.js';
 import { holdLeases, REPLAY_LEASE_MS } from '../log/leases.js';
 import { keyStatements, runTasks, type Task } from './finish-shadows.js';
 import type { ReplayProgress } from './replay.js';
@@ -71,6 +72,7 @@ export async function buildShadowsBySql(
   progress: (p: ReplayProgress) => void,
   workMem?: string,
   signal?: AbortSignal,
+  fence?: Fence,
 ): Promise<SetRebuildResult> {
   const missing = projections.filter((p) => !hasSetBasedSql(p));
   if (missing.length > 0) throw new Error(`No set-based SQL for every table of ${missing.map((p) => p.name).join(', ')}`);
@@ -82,7 +84,7 @@ export async function buildShadowsBySql(
   if (!lease.ok) throw new Error(`replay run ${run} is taken`);
   const memory = workMem ?? (db.pool !== null ? DEFAULT_REBUILD_WORK_MEM.postgres : DEFAULT_REBUILD_WORK_MEM.pglite);
   if (!WORK_MEM_PATTERN.test(memory)) throw new Error(`work_mem ${memory}: not a Postgres memory size`);
-  const exec = executor(db, memory, signal);
+  const exec = executor(db, memory, signal, fence);
   const concurrency = db.pool !== null ? 2 : 1;
   try {
     const tables: Table[] = projections.flatMap((p) => p.tables.map((spec) => ({ spec, select: p.sql?.[spec.name] as string })));
@@ -193,14 +195,27 @@ function insertStatement(spec: TableSpec, select: string, head: bigint, relation
 /** Runs statements in one transaction; returns the last one's row count. */
 type Exec = (...statements: string[]) => Promise<number>;
 
-/** Statements run with `work_mem` raised; none starts once `signal` is aborted (see `stopPoint`). */
-function executor(db: Db, memory: string, signal: AbortSignal | undefined): Exec {
+/**
+ * Called at the end of each of the build's transactions, before it commits: throws (so it
+ * rolls back) unless the rebuild still holds its leases, and keeps them locked until the
+ * commit. A rebuild that stood still past its leases while another took them over then never
+ * writes into the shadow tables that one made (checking before a step would leave the gap
+ * between the check and the write).
+ */
+export type Fence = (trx: Kysely<Database>) => Promise<void>;
+
+/**
+ * Statements run with `work_mem` raised; none starts once `signal` is aborted (see `stopPoint`),
+ * and none commits past the `fence`.
+ */
+function executor(db: Db, memory: string, signal: AbortSignal | undefined, fence: Fence | undefined): Exec {
   return async (...statements) => {
     await stopPoint(signal);
     return db.kysely.transaction().execute(async (trx) => {
       await sql.raw(`SET LOCAL work_mem = '${memory}'`).execute(trx);
       let n = 0;
       for (const s of statements) n = Number((await sql.raw(s).execute(trx)).numAffectedRows ?? 0n);
+      await fence?.(trx);
       return n;
     });
   };

@@ -46,7 +46,7 @@ export async function writeDeltas(db: Db, deltas: readonly Delta[], suffix = '',
   return rows[0]?.ok === true;
 }
 
-/** `writeDeltas` of shadow tables (no checkpoint) within a transaction: the swap's last catch-up (swap.ts). */
+/** `writeDeltas` of shadow tables (no checkpoint) within a transaction: the replay's catch-up, with its leases confirmed in it (replay.ts). */
 export async function writeDeltasWithin(trx: Kysely<Database>, deltas: readonly Delta[], suffix: string): Promise<void> {
   const { statement: s, params } = writeQuery(deltas, suffix, null);
   await trx.executeQuery(CompiledQuery.raw(s.text, params));

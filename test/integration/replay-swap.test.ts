@@ -175,4 +175,49 @@ describe('the replay swap beside a long reader of a live table (Postgres)', () =
     await caughtUp(db);
     expect(await verifyAgainstReplay(db)).toEqual(NO_DIFFERENCES);
   }, 120_000);
+
+  it('commits no build step that ends after another replay took its leases over', async () => {
+    const geo = PROJECTIONS.filter((p) => p.name === 'geo');
+    // The log held still, so the replay waits in its first read, its lease taken.
+    const log = await client();
+    await log.query('BEGIN');
+    await log.query('LOCK TABLE events IN ACCESS EXCLUSIVE MODE');
+    const replaying = replay(db, geo, { readBatch: 1000, catchUpBatch: 100 });
+    replaying.catch(() => {});
+    const lease = await client();
+    let outcome: unknown;
+    try {
+      await waitFor('the replay to take its lease', async () => {
+        const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM leases WHERE name = 'replay:geo' AND owner LIKE 'replay-%'`.execute(db.kysely);
+        return rows[0]?.n === 1;
+      }, 30_000, 10);
+      // Its lease row held, so the first build step to end waits on it, then the log let go.
+      await lease.query('BEGIN');
+      await lease.query(`SELECT 1 FROM leases WHERE name = 'replay:geo' FOR UPDATE`);
+      await log.query('COMMIT');
+      await waitFor('a build step to wait on the lease', async () => {
+        const { rows } = await sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INTO leases%'`.execute(db.kysely);
+        return (rows[0]?.n ?? 0) > 0;
+      }, 30_000, 10);
+      // Meanwhile, as if this replay had stood still past its lease, another replay takes it.
+      await lease.query(`UPDATE leases SET owner = 'replay-other', expires_at = now() + interval '60 seconds' WHERE name = 'replay:geo'`);
+      await lease.query('COMMIT');
+      outcome = await Promise.race([replaying.then(() => 'swapped in', (err: unknown) => err), sleep(30_000).then(() => 'still running')]);
+    } finally {
+      await log.query('ROLLBACK').catch(() => {});
+      await lease.query('ROLLBACK').catch(() => {});
+      await replaying.catch(() => {});
+    }
+    try {
+      expect(outcome).toBeInstanceOf(ReplayOvertaken);
+      // Left for the other replay, with nothing of this one's in it.
+      const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM geo_stats__shadow`.execute(db.kysely);
+      expect(rows[0]?.n).toBe(0);
+    } finally {
+      await sql`DROP TABLE IF EXISTS geo_stats__shadow`.execute(db.kysely);
+      await sql`DELETE FROM leases WHERE name = 'replay:geo'`.execute(db.kysely);
+    }
+    expect(await verifyAgainstReplay(db)).toEqual(NO_DIFFERENCES);
+  }, 120_000);
 });
