@@ -1,5 +1,5 @@
 import { isInteger, isSafeNumber, parse as losslessParse, stringify as losslessStringify } from 'lossless-json';
-import { ESCAPED_KEY_CHARACTER, isTopLevelKeyAt } from './json-text.js';
+import { hasEscapedTopLevelKey, isTopLevelKeyAt } from './json-text.js';
 
 /**
  * JSON with 64-bit integers kept exact: integers beyond 2^53 come back as `bigint`.
@@ -34,8 +34,8 @@ export function exactJsonValue(value: unknown, text: string): unknown {
   if (rounded.length === 0) return obj;
   // Each key read back is a few scans of the text: past a handful, one lossless parse costs less
   // (thousands of big integers in one event would otherwise take seconds, quadratic in its size).
-  // A key spelled with escaped characters is the parser's, not a text search's: the lossless parse decides.
-  if (rounded.length > MAX_KEYS_READ_BACK || ESCAPED_KEY_CHARACTER.test(text)) return parseLossless(text);
+  // A top-level key spelled with escaped characters is the parser's, not a text search's: the lossless parse decides.
+  if (rounded.length > MAX_KEYS_READ_BACK || hasEscapedTopLevelKey(text)) return parseLossless(text);
   for (const key of rounded) {
     const exact = exactTopLevelInteger(text, key, obj[key] as number);
     if (exact === null) return parseLossless(text);

@@ -2,7 +2,7 @@ import { stringifyExactJson } from './exact-json.js';
 import { type CheckedEvent, type DecodeContext, type LogEventRow, toLogRow } from './log-row.js';
 import { type EventType, INT64_MAX, MAX_UNIX_SECONDS, UINT64_MAX, isEmailAddress } from './schema.js';
 import { SUSPECT_ESCAPE } from './storable.js';
-import { ESCAPED_KEY_CHARACTER, isTopLevelKeyAt } from './json-text.js';
+import { hasEscapedTopLevelKey, isTopLevelKeyAt } from './json-text.js';
 
 /**
  * The fast path of decoding: the contract checked by hand for the common shapes of valid events,
@@ -194,7 +194,7 @@ function exactTopLevelDigits(text: string, needle: string, rounded: number, maxD
   const at = text.indexOf(needle);
   if (at < 0 || text.indexOf(needle, at + needle.length) >= 0) return null;
   // A key spelled with escapes (`Message\u0049D`) is the parser's, not this needle's: the exact path decides.
-  if (ESCAPED_KEY_CHARACTER.test(text) || !isTopLevelKeyAt(text, at)) return null;
+  if (hasEscapedTopLevelKey(text) || !isTopLevelKeyAt(text, at)) return null;
   const windowEnd = Math.min(text.length, at + needle.length + 64);
   let i = at + needle.length;
   while (i < windowEnd && isJsonSpace(text.charCodeAt(i))) i++;

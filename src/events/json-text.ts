@@ -7,6 +7,7 @@
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const COMMA = 0x2c;
+const COLON = 0x3a;
 const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACKET = 0x5d;
 const OPEN_BRACE = 0x7b;
@@ -134,4 +135,32 @@ export function isTopLevelKeyAt(text: string, at: number): boolean {
  * plain text search cannot see. Left out: the characters encoders escape on their own (`"`, `\\`,
  * `/`, and `<`, `>`, `&`, `'` for HTML), which keep an event on the fast paths.
  */
-export const ESCAPED_KEY_CHARACTER = /\\u00(?:2[013-589a-e]|3[0-9abdf]|4[0-9a-f]|5[0-9abd-f]|6[0-9a-f]|7[0-9a-e])/i;
+const ESCAPED_KEY_CHARACTER = /\\u00(?:2[013-589a-e]|3[0-9abdf]|4[0-9a-f]|5[0-9abd-f]|6[0-9a-f]|7[0-9a-e])/i;
+
+/**
+ * Whether a key of the top-level object is spelled with an {@link ESCAPED_KEY_CHARACTER}
+ * (`text` is JSON that parsed). Such a character anywhere else (a string value, a nested key)
+ * does not hide a top-level key from a text search, and leaves the event on its fast paths.
+ */
+export function hasEscapedTopLevelKey(text: string): boolean {
+  if (!ESCAPED_KEY_CHARACTER.test(text)) return false;
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === QUOTE) {
+      const end = stringEnd(text, i);
+      if (end < 0) return true; // unterminated: not the valid JSON this takes; the parser decides
+      if (depth === 1 && ESCAPED_KEY_CHARACTER.test(text.slice(i, end + 1)) && isFollowedByColon(text, end + 1)) return true;
+      i = end;
+    } else if (c === OPEN_BRACKET || c === OPEN_BRACE) depth++;
+    else if (c === CLOSE_BRACKET || c === CLOSE_BRACE) depth--;
+  }
+  return false;
+}
+
+/** Whether the first character from `at` on that is not whitespace is a colon: the string before it was a key. */
+function isFollowedByColon(text: string, at: number): boolean {
+  let i = at;
+  while (i < text.length && WHITESPACE.has(text.charCodeAt(i))) i++;
+  return text.charCodeAt(i) === COLON;
+}

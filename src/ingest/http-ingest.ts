@@ -53,9 +53,14 @@ export function registerHttpIngest(app: FastifyInstance, deps: { db: Db; verifie
   let inFlight = 0;
   const ofKey = new Map<string, number>();
   const held = new WeakMap<object, { key: string; bytes: number }>();
+  // Requests whose client went away before they held anything (while their credentials were checked).
+  const gone = new WeakSet<object>();
   const release = (req: object) => {
     const h = held.get(req);
-    if (h === undefined) return;
+    if (h === undefined) {
+      gone.add(req);
+      return;
+    }
     held.delete(req);
     inFlight -= h.bytes;
     const left = (ofKey.get(h.key) ?? 0) - h.bytes;
@@ -64,6 +69,9 @@ export function registerHttpIngest(app: FastifyInstance, deps: { db: Db; verifie
   };
   const admit = async (req: FastifyRequest) => {
     await auth.onRequest(req);
+    // Gone meanwhile: its abort came before there was anything to let go of, and no answer (nor
+    // its release) will come, so it must not take a share it would keep for good.
+    if (gone.has(req) || req.raw.destroyed) throw apiErrors.badRequest('The client went away');
     const key = auth.principalOf(req).apiKeyId;
     const declared = Number(req.headers['content-length']);
     const bytes = Number.isSafeInteger(declared) && declared >= 0 ? Math.min(declared, MAX_BODY_BYTES) : MAX_BODY_BYTES;

@@ -5,8 +5,9 @@ import type { Database } from '../db/schema.js';
  * Which APIKeyIDs exist, for NATS ingest and `import` (subjects and lines name the tenant; events
  * for a tenant that does not exist are dead-lettered). Known ids are cached; a batch naming an
  * unknown id reloads the list first (one small query), so a key created a moment ago is never
- * mistaken for none, and so does the first batch after `maxAgeMs`, so a key whose row was deleted
- * is no tenant any more within a minute, as its cached credential checks end (src/keys/).
+ * mistaken for none. A list older than `maxAgeMs` knows no id, so the first batch after that
+ * reloads it too, and a key whose row was deleted is no tenant any more within a minute, as its
+ * cached credential checks end (src/keys/).
  */
 export class TenantDirectory {
   #known = new Set<string>();
@@ -28,7 +29,8 @@ export class TenantDirectory {
     }
   }
 
+  /** Whether `apiKeyId` is a tenant, by a list at most `maxAgeMs` old: an older one knows none, so its caller reloads it (`ensureLoaded`) first. */
   knows(apiKeyId: string): boolean {
-    return this.#known.has(apiKeyId);
+    return Date.now() - this.#loadedAt < this.maxAgeMs && this.#known.has(apiKeyId);
   }
 }

@@ -13,16 +13,19 @@ export async function tryAcquireLease(db: Kysely<Database>, name: string, owner:
 /**
  * `tryAcquireLease` of several (distinct) leases in one statement, in name order (two owners
  * asking for the same ones lock them in the same order): the names not had, held by another.
+ * Its times are the clock's, not the transaction's start (`now()`): renewed at the end of a long
+ * transaction (a replay's build step confirms its leases so), a lease must last `ttlMs` from
+ * then, not from when the transaction began, which may already be past it.
  */
 export async function tryAcquireLeases(db: Kysely<Database>, names: readonly string[], owner: string, ttlMs: number): Promise<string[]> {
   if (names.length === 0) return [];
   const result = await sql<{ name: string }>`
     INSERT INTO leases (name, owner, expires_at, acquired_at)
-    SELECT name, ${owner}, now() + make_interval(secs => ${ttlMs / 1000}), now() FROM unnest(${[...names]}::text[]) AS name ORDER BY name
+    SELECT name, ${owner}, clock_timestamp() + make_interval(secs => ${ttlMs / 1000}), clock_timestamp() FROM unnest(${[...names]}::text[]) AS name ORDER BY name
     ON CONFLICT (name) DO UPDATE
       SET owner = excluded.owner, expires_at = excluded.expires_at,
           acquired_at = CASE WHEN leases.owner = excluded.owner THEN leases.acquired_at ELSE excluded.acquired_at END
-      WHERE leases.owner = excluded.owner OR leases.expires_at < now()
+      WHERE leases.owner = excluded.owner OR leases.expires_at < clock_timestamp()
     RETURNING name`.execute(db);
   const had = new Set(result.rows.map((r) => r.name));
   return names.filter((n) => !had.has(n));

@@ -5,7 +5,7 @@ import { type LogEventRow, decodeEventText } from '../../src/events/decode.js';
 import { appendEvents, eventKey } from '../../src/log/append.js';
 import { advanceCheckpoint, readCheckpoint } from '../../src/log/checkpoints.js';
 import { countDeadLetters, writeDeadLetters } from '../../src/log/dead-letters.js';
-import { holdLeases, leaseHolder, releaseLease, tryAcquireLease } from '../../src/log/leases.js';
+import { holdLeases, leaseHolder, releaseLease, tryAcquireLease, tryAcquireLeases } from '../../src/log/leases.js';
 import { logHead, readEventsAfter } from '../../src/log/read.js';
 import { DIALECTS, openMigratedDb } from '../support/databases.js';
 import { BIG_MESSAGE_ID, sampleEvents, withBareMessageId } from '../support/events.js';
@@ -122,6 +122,18 @@ describe.each(DIALECTS)('the event log on %s', (dialect) => {
     } finally {
       await small.close();
     }
+  });
+
+  // A replay's build step confirms its leases at the end of its transaction, which may have run
+  // longer than their lifetime: renewed from the transaction's start, they were already out.
+  it('renews a lease within a long transaction for its lifetime from then, not from the transaction start', async () => {
+    await db.kysely.transaction().execute(async (trx) => {
+      await sql`SELECT pg_sleep(1.2)`.execute(trx);
+      expect(await tryAcquireLeases(trx, ['long:x'], 'a', 1000)).toEqual([]);
+    });
+    expect((await leaseHolder(db.kysely, 'long:x'))?.owner).toBe('a');
+    expect(await tryAcquireLease(db.kysely, 'long:x', 'b', 60_000)).toBe(false);
+    await releaseLease(db.kysely, 'long:x', 'a');
   });
 
   it('leaves the leases free once released, whatever renewal was on its way', async () => {

@@ -162,6 +162,24 @@ describe('NATS ingest', () => {
     await waitFor('events after the poison', async () => (await countRows(t.db, 'events')) === eventsBefore + valid.length + 5);
   });
 
+  it('dead-letters the events of a key deleted while it runs, once what it knows of the keys is older than their age', async () => {
+    const ingest = new NatsIngest(nc, t.db, new TenantDirectory(t.db.kysely, 300), options(), quietLogger());
+    await ingest.start();
+    running.push({ ingest, db: null });
+    const key = await createApiKey(t.db.kysely);
+    const stored = () => t.db.kysely.selectFrom('events').select('event_id').where('api_key_id', '=', BigInt(key.APIKeyID)).execute();
+    await publish({ event: 'open', time: 1_700_000_000, MessageID: '71', email: 'gone@example.com', EventID: 'gone-1' }, { apiKeyId: key.APIKeyID });
+    await waitFor('the key\'s first event stored', async () => (await stored()).length === 1);
+    await t.db.kysely.deleteFrom('api_keys').where('api_key_id', '=', BigInt(key.APIKeyID)).execute();
+    await new Promise((r) => setTimeout(r, 400));
+    await publish({ event: 'open', time: 1_700_000_001, MessageID: '72', email: 'gone@example.com', EventID: 'gone-2' }, { apiKeyId: key.APIKeyID });
+    await waitFor('the event after the delete dead-lettered', async () => {
+      const letters = await t.db.kysely.selectFrom('dead_letters').select('reason').where('reason', 'like', `unknown APIKeyID ${key.APIKeyID} in subject %`).execute();
+      return letters.length === 1;
+    });
+    expect((await stored()).map((r) => r.event_id)).toEqual(['gone-1']);
+  });
+
   it('loses nothing while Postgres is unreachable, and stores everything once when it is back', async () => {
     const { proxy, url: viaProxy } = await postgresBehindProxy(t.env['DATABASE_URL'] as string);
     const db = await connectDb({ kind: 'postgres', url: viaProxy.toString(), poolSize: 4 });

@@ -33,6 +33,14 @@ describe('parseExactJson', () => {
     expect(parseExactJson('{"url":"a?b\\u0026c","MessageID":19421777835146490}')).toEqual({ url: 'a?b&c', MessageID: 19421777835146490n });
   });
 
+  it('reads a big integer back as before when an escaped character is in a value or a nested key, not a top-level key', () => {
+    // The lossless parse refuses a nested key given twice, which JSON.parse (and so every other event) takes, the last one winning.
+    const text = '{"event":"open","MessageID":19421777835146490,"ua":"a\\u0020b","x":{"k":1,"k":2},"y":{"n\\u0031":3}}';
+    expect(parseExactJson(text)).toEqual({ event: 'open', MessageID: 19421777835146490n, ua: 'a b', x: { k: 2 }, y: { n1: 3 } });
+    // Spelled so at the top level, still the lossless parse's.
+    expect(() => parseExactJson('{"MessageID":19421777835146490,"ua\\u0020":"a","x":{"k":1,"k":2}}')).toThrow(/Duplicate key 'k'/);
+  });
+
   it('leaves safe numbers and non-integers as numbers', () => {
     expect(parseExactJson('{"a":9007199254740991,"b":1e300,"c":-0.5}')).toEqual({ a: 9007199254740991, b: 1e300, c: -0.5 });
   });
