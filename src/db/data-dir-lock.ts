@@ -1,4 +1,5 @@
-import { closeSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { linkSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The lock's pid file, in the data directory beside the database's own files. */
@@ -41,22 +42,89 @@ function isAlive(pid: number): boolean {
   }
 }
 
+/** How long a start waits for another's takeover of a stale lock (a few milliseconds' work) before giving up. */
+const TAKEOVER_WAIT_MS = 2_000;
+
+/**
+ * Locks `dataDir` for this process; returns the release. The pid file appears whole and at once
+ * (written aside, then hard-linked into place: `link` fails if the name exists), so no start ever
+ * reads a half-written one. A file whose process is gone (killed, crashed) is taken over under a
+ * second lock file made the same way, so of two starts that find it stale at the same moment one
+ * replaces it (an atomic rename) and the other then finds it held.
+ */
 export function acquireDataDirLock(dataDir: string): () => void {
   const path = join(dataDir, DATA_DIR_PID_FILE);
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const fd = openSync(path, 'wx');
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      return () => rmSync(path, { force: true });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const holder = Number.parseInt(readFileSync(path, 'utf8'), 10);
-      if (Number.isInteger(holder) && holder !== process.pid && isAlive(holder)) {
-        throw new DataDirInUseError(dataDir, holder);
-      }
-      rmSync(path, { force: true }); // stale: its process is gone
+  const mine = writeAside(path);
+  try {
+    const deadline = Date.now() + TAKEOVER_WAIT_MS;
+    for (;;) {
+      if (tryLink(mine, path)) break;
+      const holder = pidIn(path);
+      if (typeof holder === 'number' && holder !== process.pid && isAlive(holder)) throw new DataDirInUseError(dataDir, holder);
+      // Stale (its process gone, or no pid in it), or let go of meanwhile (undefined: link again).
+      if (holder !== undefined && takeOver(mine, path, holder)) break;
+      if (Date.now() > deadline) throw new Error(`Could not lock ${dataDir}: another process kept taking over ${path}`);
+      if (holder !== undefined) sleepSync(5);
     }
+  } finally {
+    rmSync(mine, { force: true });
   }
-  throw new Error(`Could not lock ${dataDir}`);
+  return () => {
+    if (pidIn(path) === process.pid) rmSync(path, { force: true });
+  };
+}
+
+/** Replaces the stale pid file (holding `stale`: a pid, or null for unreadable text), if this start gets the takeover lock first. */
+function takeOver(mine: string, path: string, stale: number | null): boolean {
+  const takeover = `${path}.takeover`;
+  if (!tryLink(mine, takeover)) {
+    // Another start is taking over (a few milliseconds), or died doing so: its lock goes then.
+    const other = pidIn(takeover);
+    if (other !== undefined && (other === null || !isAlive(other))) rmSync(takeover, { force: true });
+    return false;
+  }
+  try {
+    // Still the file judged stale (no other start can replace it while this holds the takeover
+    // lock, nor link a new one while it is there), so replacing it takes nobody's lock.
+    if (pidIn(path) !== stale) return false;
+    renameSync(mine, path);
+    return true;
+  } finally {
+    rmSync(takeover, { force: true });
+  }
+}
+
+/** This process's pid in a file of its own beside `path`, to be linked into place. */
+function writeAside(path: string): string {
+  const aside = `${path}.${process.pid}.${randomBytes(4).toString('hex')}`;
+  writeFileSync(aside, String(process.pid), { flag: 'wx' });
+  return aside;
+}
+
+/** Gives `from` the name `to` unless `to` exists. */
+function tryLink(from: string, to: string): boolean {
+  try {
+    linkSync(from, to);
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw err;
+  }
+}
+
+/** The pid a lock file names: undefined if there is no such file, null if its text is no pid. */
+function pidIn(path: string): number | null | undefined {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  const pid = Number.parseInt(text, 10);
+  return Number.isInteger(pid) && pid > 0 ? pid : null;
+}
+
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }

@@ -198,6 +198,13 @@ export class NatsIngest {
           `Postgres dedupes exactly without it; shorten it with: nats stream edit ${this.opts.stream} --dupe-window ${DUPLICATE_WINDOW_MS}ms`,
       );
     }
+    if (stream.consumerWas !== undefined) {
+      // Every ingest process shares the consumer, whose settings are the last one's to start.
+      this.log.warn(
+        { consumer: this.opts.consumer, was: stream.consumerWas, now: { ackWaitMs: this.opts.ackWaitMs, maxAckPending: this.opts.maxAckPending } },
+        `NATS consumer ${this.opts.consumer} had other settings (INGEST_ACK_WAIT_MS, INGEST_WORKERS), set by another ingest process or an earlier run: changed to this one's; every ingest process sharing it should have the same`,
+      );
+    }
     const consumer = await jetstream(this.nc).consumers.get(this.opts.stream, this.opts.consumer);
     const created = (await consumer.info(true)).created;
     if (this.#consumerCreated !== null && created !== this.#consumerCreated) {

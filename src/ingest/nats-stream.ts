@@ -29,6 +29,8 @@ export const DUPLICATE_WINDOW_MS = 100;
 export interface StreamFacts {
   /** Its Nats-Msg-Id window. */
   duplicateWindowMs: number;
+  /** The shared consumer's settings before this process changed them to its own (another ingest process's, or an earlier run's), if it did. */
+  consumerWas?: { ackWaitMs: number; maxAckPending: number };
 }
 
 const factsOf = (info: StreamInfo): StreamFacts => ({ duplicateWindowMs: info.config.duplicate_window / 1e6 });
@@ -86,6 +88,7 @@ export async function ensureStreamAndConsumer(jsm: JetStreamManager, s: Consumer
     const info = await jsm.consumers.info(s.stream, s.consumer);
     if (info.config.ack_wait !== config.ack_wait || info.config.max_ack_pending !== config.max_ack_pending) {
       await jsm.consumers.update(s.stream, s.consumer, { ack_wait: config.ack_wait, max_ack_pending: config.max_ack_pending });
+      return { ...stream, consumerWas: { ackWaitMs: (info.config.ack_wait ?? 0) / 1e6, maxAckPending: info.config.max_ack_pending ?? -1 } };
     }
   } catch (err) {
     if (!(err instanceof JetStreamApiError && err.code === CONSUMER_NOT_FOUND)) throw err;

@@ -162,6 +162,17 @@ describe('NATS ingest', () => {
     await waitFor('events after the poison', async () => (await countRows(t.db, 'events')) === eventsBefore + valid.length + 5);
   });
 
+  it('says so when it changes the settings of the shared consumer that another ingest process set', async () => {
+    await startIngest();
+    const captured = capturingLogger('warn');
+    const other = new NatsIngest(nc, t.db, new TenantDirectory(t.db.kysely), { ...options(), ackWaitMs: 4000 }, captured.log);
+    running.push({ ingest: other, db: null });
+    await other.start();
+    const warnings = captured.lines().filter((l) => String(l['msg']).includes('had other settings'));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({ was: { ackWaitMs: 3000, maxAckPending: 4000 }, now: { ackWaitMs: 4000, maxAckPending: 4000 } });
+  });
+
   it('dead-letters the events of a key deleted while it runs, once what it knows of the keys is older than their age', async () => {
     const ingest = new NatsIngest(nc, t.db, new TenantDirectory(t.db.kysely, 300), options(), quietLogger());
     await ingest.start();
