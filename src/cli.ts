@@ -212,7 +212,8 @@ function parseArguments(argv: string[]) {
   const seen = new Set<string>();
   for (const t of parsed.tokens) {
     if (t.kind !== 'option') continue;
-    if (seen.has(t.name)) throw new UsageError(`--${t.name} is given twice${t.name === 'projection' ? '; name several read models in one: --projection a,b' : ''}`);
+    // Asking for help twice (`-h --help`) is still asking for help.
+    if (seen.has(t.name) && t.name !== 'help') throw new UsageError(`--${t.name} is given twice${t.name === 'projection' ? '; name several read models in one: --projection a,b' : ''}`);
     seen.add(t.name);
   }
   return parsed;

@@ -90,7 +90,8 @@ Options:
   --api-key-id N   the tenant of events that carry no APIKeyID (it must name a key)
   --batch-size N   events per write (default 5000, at most 50000)
 
-Settings: ${SETTINGS_DB}.
+Settings: ${SETTINGS_DB}; INGEST_BATCH_BYTES (a write also ends at this many bytes of events,
+default 8 MiB).
 
 Exit codes: 0 done; 1 failed (the database not reachable); 2 the command line is wrong (a
 missing file, an --api-key-id naming no key, a file whose first event carries no APIKeyID

@@ -498,6 +498,9 @@ describe('errors and migrate', () => {
     }
     // Options as the overview names them, with their defaults.
     expect((await runCli(['import', '--help'], { env: dbEnv })).stdout).toMatch(/--batch-size N +events per write \(default 5000, at most 50000\)/);
+    expect((await runCli(['import', '--help'], { env: dbEnv })).stdout).toMatch(/INGEST_BATCH_BYTES/);
+    const twice = await runCli(['import', '-h', '--help'], { env: dbEnv });
+    expect({ code: twice.code, usage: twice.stdout.startsWith('Usage: mailtally import') }).toEqual({ code: 0, usage: true });
     expect((await runCli(['dead-letters', '-h'], { env: dbEnv })).stdout).toMatch(/--limit N +how many \(default 100\)/);
     // The overview points to them.
     expect((await runCli(['--help'], { env: dbEnv })).stdout).toMatch(/`mailtally <command> --help`/);
