@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import { CompiledQuery, type Kysely, sql } from 'kysely';
 import type { Database } from '../db/schema.js';
 
 /**
@@ -17,19 +17,29 @@ export async function tryAcquireLease(db: Kysely<Database>, name: string, owner:
  * transaction (a replay's build step confirms its leases so), a lease must last `ttlMs` from
  * then, not from when the transaction began, which may already be past it.
  */
-export async function tryAcquireLeases(db: Kysely<Database>, names: readonly string[], owner: string, ttlMs: number): Promise<string[]> {
+export async function tryAcquireLeases(db: Kysely<Database> | Queryable, names: readonly string[], owner: string, ttlMs: number): Promise<string[]> {
   if (names.length === 0) return [];
-  const result = await sql<{ name: string }>`
+  const values = [[...names], owner, ttlMs / 1000];
+  const rows = isKysely(db) ? (await db.executeQuery<{ name: string }>(CompiledQuery.raw(ACQUIRE_LEASES, values))).rows : (await db.query<{ name: string }>(ACQUIRE_LEASES, values)).rows;
+  const had = new Set(rows.map((r) => r.name));
+  return names.filter((n) => !had.has(n));
+}
+
+/** A pg client (a transaction's, say) as `tryAcquireLeases` may use it besides kysely. */
+export interface Queryable {
+  query<R extends object>(text: string, values: unknown[]): Promise<{ rows: R[] }>;
+}
+
+const isKysely = (db: Kysely<Database> | Queryable): db is Kysely<Database> => 'executeQuery' in db;
+
+const ACQUIRE_LEASES = `
     INSERT INTO leases (name, owner, expires_at, acquired_at)
-    SELECT name, ${owner}, clock_timestamp() + make_interval(secs => ${ttlMs / 1000}), clock_timestamp() FROM unnest(${[...names]}::text[]) AS name ORDER BY name
+    SELECT name, $2, clock_timestamp() + make_interval(secs => $3::float8), clock_timestamp() FROM unnest($1::text[]) AS name ORDER BY name
     ON CONFLICT (name) DO UPDATE
       SET owner = excluded.owner, expires_at = excluded.expires_at,
           acquired_at = CASE WHEN leases.owner = excluded.owner THEN leases.acquired_at ELSE excluded.acquired_at END
       WHERE leases.owner = excluded.owner OR leases.expires_at < clock_timestamp()
-    RETURNING name`.execute(db);
-  const had = new Set(result.rows.map((r) => r.name));
-  return names.filter((n) => !had.has(n));
-}
+    RETURNING name`;
 
 export async function releaseLease(db: Kysely<Database>, name: string, owner: string): Promise<void> {
   await db.deleteFrom('leases').where('name', '=', name).where('owner', '=', owner).execute();
@@ -72,7 +82,7 @@ export async function holdLeases(
   names: readonly string[],
   owner: string,
   ttlMs: number,
-): Promise<{ ok: true; release: () => Promise<void>; confirm: (on?: Kysely<Database>) => Promise<boolean>; lost: AbortSignal } | { ok: false; taken: string }> {
+): Promise<{ ok: true; release: () => Promise<void>; confirm: (on?: Kysely<Database> | Queryable) => Promise<boolean>; lost: AbortSignal } | { ok: false; taken: string }> {
   const releaseAll = async (held: readonly string[]) => {
     if (held.length > 0) await db.deleteFrom('leases').where('name', 'in', held).where('owner', '=', owner).execute().catch(() => {});
   };
@@ -97,7 +107,7 @@ export async function holdLeases(
   return {
     ok: true,
     lost: lost.signal,
-    confirm: async (on = db) => (await tryAcquireLeases(on, names, owner, ttlMs)).length === 0,
+    confirm: async (on: Kysely<Database> | Queryable = db) => (await tryAcquireLeases(on, names, owner, ttlMs)).length === 0,
     release: async () => {
       released = true;
       clearInterval(timer);

@@ -5,6 +5,7 @@ import type { TableSpec, Value } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
 import type { CounterEntry } from './contribution.js';
 import { CopyText } from './copy-text.js';
+import type { Fence } from './fence.js';
 import { allColumns } from './tables.js';
 import { insertRows } from './write-delta.js';
 
@@ -16,7 +17,7 @@ export type CounterSpec = Extract<TableSpec, { kind: 'counters' }>;
  * PGlite.
  * `onRows` reports progress; returns the rows loaded.
  */
-export async function loadCounters(db: Db, spec: CounterSpec, table: string, entries: Iterable<CounterEntry>, onRows: (n: number) => void): Promise<number> {
+export async function loadCounters(db: Db, spec: CounterSpec, table: string, entries: Iterable<CounterEntry>, onRows: (n: number) => void, fence?: Fence): Promise<number> {
   if (db.pool === null) {
     const nMax = spec.maxes?.length ?? 0;
     const nMin = spec.mins?.length ?? 0;
@@ -36,13 +37,14 @@ export async function loadCounters(db: Db, spec: CounterSpec, table: string, ent
     if (rows.length > 0) await flush();
     return loaded;
   }
-  return copyCounterEntries(db.pool, spec, table, entries, onRows, { fresh: true, all: false });
+  return copyCounterEntries(db.pool, spec, table, entries, onRows, { fresh: true, all: false, fence });
 }
 
 /**
  * COPY of counter entries into `table` on Postgres. `fresh`: the table is new or empty and
  * emptied in the same transaction, so the rows are written frozen. `all`: entries whose sums are
- * all zero go too (a partial total: its one-way columns still count). Returns the rows copied.
+ * all zero go too (a partial total: its one-way columns still count). `setup`: a statement run
+ * first in the same transaction; `fence`: run before the commit (fence.ts). Returns the rows copied.
  */
 export async function copyCounterEntries(
   pool: pg.Pool,
@@ -50,7 +52,7 @@ export async function copyCounterEntries(
   table: string,
   entries: Iterable<CounterEntry>,
   onRows: (n: number) => void,
-  { fresh, all }: { fresh: boolean; all: boolean },
+  { fresh, all, setup, fence }: { fresh: boolean; all: boolean; setup?: string | undefined; fence?: Fence | undefined },
 ): Promise<number> {
   const nMax = spec.maxes?.length ?? 0;
   const nMin = spec.mins?.length ?? 0;
@@ -78,7 +80,9 @@ export async function copyCounterEntries(
     const names = allColumns(spec).map((c) => c.name).join(', ');
     // Emptied (it is empty already) in the transaction that fills it, so COPY may write its rows frozen.
     await client.query(fresh ? `BEGIN; TRUNCATE ${table}` : 'BEGIN');
+    if (setup !== undefined) await client.query(setup);
     await pipeline(copyChunks(), client.query(copyFrom(`COPY ${table} (${names}) FROM STDIN${fresh ? ' WITH (FREEZE)' : ''}`)) as unknown as NodeJS.WritableStream);
+    await fence?.(client);
     await client.query('COMMIT');
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});

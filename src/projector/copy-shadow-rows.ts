@@ -3,6 +3,7 @@ import type pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { TableSpec, Value } from '../../projections/kit/types.js';
 import { CopyText } from './copy-text.js';
+import type { Fence } from './fence.js';
 import type { ShadowRows } from './shadow-rows.js';
 import { allColumns } from './tables.js';
 
@@ -34,6 +35,8 @@ export class CopyShadowRows implements ShadowRows {
   constructor(
     private readonly pool: pg.Pool,
     private readonly suffix: string,
+    /** Run before the commit (fence.ts). */
+    private readonly fence?: Fence,
     private readonly maxQueuedBytes = 64 << 20,
   ) {}
 
@@ -66,6 +69,7 @@ export class CopyShadowRows implements ShadowRows {
     await this.running;
     if (this.failure !== null) throw this.failure;
     if (this.client !== null) {
+      await this.fence?.(this.client);
       await this.client.query('COMMIT');
       this.inTransaction = false;
     }

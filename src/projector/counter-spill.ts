@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { TableSpec } from '../../projections/kit/types.js';
 import { copyCounterEntries, type CounterSpec } from './bulk-load.js';
 import type { Contribution, CounterEntry } from './contribution.js';
+import type { Fence } from './fence.js';
 import { allColumns, createTableStatements, sumByKeySql } from './tables.js';
 
 export const SPILL = '__spill';
@@ -28,6 +29,8 @@ export class CounterSpill {
   constructor(
     private readonly pool: pg.Pool,
     private readonly limit: number,
+    /** Run before each of its writes commits (fence.ts). */
+    private readonly fence?: Fence,
   ) {}
 
   /** Statements that drop what an interrupted rebuild may have left. */
@@ -69,10 +72,22 @@ export class CounterSpill {
     await this.#append(spec, rest);
     const spill = spec.name + SPILL;
     const names = allColumns(spec).map((c) => c.name).join(', ');
-    const result = await this.pool.query(`INSERT INTO ${table} (${names}) ${sumByKeySql(spec, spill)}`);
-    await this.pool.query(`DROP TABLE ${spill}`);
+    const client = await this.pool.connect();
+    let rows: number;
+    try {
+      await client.query('BEGIN');
+      rows = (await client.query(`INSERT INTO ${table} (${names}) ${sumByKeySql(spec, spill)}`)).rowCount ?? 0;
+      await client.query(`DROP TABLE ${spill}`);
+      await this.fence?.(client);
+      await client.query('COMMIT');
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
     this.#spilled.delete(spec.name);
-    return result.rowCount ?? 0;
+    return rows;
   }
 
   /** Drops every spill left (after a failure; `load` drops its own). */
@@ -85,16 +100,17 @@ export class CounterSpill {
 
   async #append(spec: CounterSpec, entries: Iterable<CounterEntry>): Promise<void> {
     const table = spec.name + SPILL;
+    let setup: string | undefined;
     if (!this.#spilled.has(spec.name)) {
       // max / min in SQL order as the fold's `pick` does only for numbers.
       const unordered = [...(spec.maxes ?? []), ...(spec.mins ?? [])].filter((c) => c.type !== 'bigint' && c.type !== 'integer');
       if (unordered.length > 0) throw new Error(`${spec.name}: one-way column ${unordered[0]?.name} is ${unordered[0]?.type}; spilled totals can only merge bigint or integer ones`);
-      // Unlogged and keyless: written once, read once by the GROUP BY, then dropped.
+      // Unlogged and keyless: written once, read once by the GROUP BY, then dropped. Created in
+      // the transaction of its first rows, past the same fence.
       const [create] = createTableStatements(spec, SPILL, false, false);
-      await this.pool.query((create as string).replace(/^CREATE TABLE/, 'CREATE UNLOGGED TABLE'));
-      this.#spilled.set(spec.name, 0);
+      setup = (create as string).replace(/^CREATE TABLE/, 'CREATE UNLOGGED TABLE');
     }
-    const copied = await copyCounterEntries(this.pool, spec, table, entries, () => {}, { fresh: false, all: true });
+    const copied = await copyCounterEntries(this.pool, spec, table, entries, () => {}, { fresh: false, all: true, setup, fence: this.fence });
     this.#spilled.set(spec.name, (this.#spilled.get(spec.name) ?? 0) + copied);
   }
 }

@@ -4,6 +4,7 @@ import type { Db } from '../db/connect.js';
 import { hasSums, loadCounters } from './bulk-load.js';
 import type { CounterSpill } from './counter-spill.js';
 import type { Contribution, CounterEntry } from './contribution.js';
+import type { Fence } from './fence.js';
 import type { ReplayProgress } from './replay.js';
 import { createIndexStatements, createTableStatements, execAll, SHADOW } from './tables.js';
 
@@ -33,7 +34,13 @@ export function createShadowStatements(db: Db, spec: TableSpec): string[] {
  * that may run beside the others. A counter table whose totals were spilled during the fold is
  * loaded by its spill's `GROUP BY` (see `counter-spill.ts`). Returns the counter rows loaded.
  */
-export async function loadCountersAndIndex(db: Db, totals: readonly Contribution[], progress: (p: ReplayProgress) => void, spill: CounterSpill | null = null): Promise<number> {
+export async function loadCountersAndIndex(
+  db: Db,
+  totals: readonly Contribution[],
+  progress: (p: ReplayProgress) => void,
+  spill: CounterSpill | null = null,
+  fence?: Fence,
+): Promise<number> {
   const counters = totals
     .flatMap((c) => c.projection.tables.flatMap((spec) => (spec.kind === 'counters' ? [{ spec, entries: c.counters.get(spec.name) ?? new Map<string, CounterEntry>() }] : [])))
     .sort((a, b) => b.entries.size - a.entries.size);
@@ -63,7 +70,12 @@ export async function loadCountersAndIndex(db: Db, totals: readonly Contribution
     if (countersLeft === 0) progress({ phase: 'index', done: indexed, total: totalIndexes, gauge: 'steps' });
   };
   const index = (statements: readonly string[]): Task => async () => {
-    await execAll(db.kysely, statements);
+    if (fence === undefined) await execAll(db.kysely, statements);
+    else
+      await db.kysely.transaction().execute(async (trx) => {
+        await execAll(trx, statements);
+        await fence(trx);
+      });
     indexed += 1;
     indexProgress();
     return [];
@@ -78,7 +90,7 @@ export async function loadCountersAndIndex(db: Db, totals: readonly Contribution
         n = await spill.load(spec, table, entries.values());
         progress({ phase: 'write', done: (written += counted), total: totalRows });
       } else {
-        n = await loadCounters(db, spec, table, entries.values(), (k) => progress({ phase: 'write', done: (written += k), total: totalRows }));
+        n = await loadCounters(db, spec, table, entries.values(), (k) => progress({ phase: 'write', done: (written += k), total: totalRows }), fence);
       }
       loaded += n;
       countersLeft -= 1;

@@ -7,10 +7,11 @@ import type { Db } from '../db/connect.js';
 import type { Database } from '../db/schema.js';
 import { inTransactionIfLocksCome, LOCK_WAIT_MS } from '../db/lock-timeout.js';
 import { logHead } from '../log/read.js';
-import { holdLeases, REPLAY_LEASE_MS } from '../log/leases.js';
+import { holdLeases, type Queryable, REPLAY_LEASE_MS } from '../log/leases.js';
 import { computeBatch, type Cursor } from './batch.js';
 import { compareWithLive, type TableDifference } from './compare-with-live.js';
 import { CounterSpill, SPILL } from './counter-spill.js';
+import type { Fence } from './fence.js';
 import { createShadowStatements, loadCountersAndIndex } from './finish-shadows.js';
 import { foldLog } from './fold-log.js';
 import { buildShadowsBySql, hasSetBasedSql } from './set-rebuild.js';
@@ -111,7 +112,7 @@ export class ReplayOvertaken extends Error {
 }
 
 /** Renews this replay's leases (within `on`, a transaction, until it ends) and says whether they are all still its own. */
-export type ConfirmLeases = (on?: Kysely<Database>) => Promise<boolean>;
+export type ConfirmLeases = (on?: Kysely<Database> | Queryable) => Promise<boolean>;
 
 /**
  * Rebuilds read models from position 0 without disturbing the live tables: every event is read
@@ -183,15 +184,16 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
   let rows = 0;
   let groupCount = 0;
   let spills = 0;
+  const fence: Fence = async (on) => {
+    if (!(await confirm(on))) throw new ReplayOvertaken(projections);
+  };
   if (bySql.length > 0) {
-    const built = await buildShadowsBySql(db, bySql, head, progress, options.workMem, options.signal, async (trx) => {
-      if (!(await confirm(trx))) throw new ReplayOvertaken(projections);
-    });
+    const built = await buildShadowsBySql(db, bySql, head, progress, options.workMem, options.signal, fence);
     rows += built.rows;
     groupCount = built.groups;
   }
   if (byFold.length > 0) {
-    const folded = await foldShadows(db, byFold, head, options, progress);
+    const folded = await foldShadows(db, byFold, head, options, progress, fence);
     rows += folded.rows;
     groupCount = Math.max(groupCount, folded.groups);
     spills = folded.spills;
@@ -229,13 +231,14 @@ async function foldShadows(
   head: bigint,
   options: ReplayOptions,
   progress: (p: ReplayProgress) => void,
+  fence: Fence,
 ): Promise<{ rows: number; groups: number; spills: number }> {
   const tables = projections.flatMap((p) => p.tables);
   for (const t of tables) await execAll(db.kysely, [`DROP TABLE IF EXISTS ${t.name}${SHADOW}`, ...CounterSpill.dropStatements(t), ...createShadowStatements(db, t)]);
   // Row tables are written while the log is read and folded (one connection: the reader must
   // not starve); counter tables once the whole log is folded.
-  const shadowRows = openShadowRows(db, SHADOW);
-  const spill = db.pool !== null ? new CounterSpill(db.pool, options.counterEntries ?? DEFAULT_REPLAY_COUNTER_ROWS) : null;
+  const shadowRows = openShadowRows(db, SHADOW, fence);
+  const spill = db.pool !== null ? new CounterSpill(db.pool, options.counterEntries ?? DEFAULT_REPLAY_COUNTER_ROWS, fence) : null;
   try {
     let folded: Awaited<ReturnType<typeof foldLog>>;
     try {
@@ -244,7 +247,7 @@ async function foldShadows(
     } finally {
       await shadowRows.close();
     }
-    const rows = shadowRows.rows + (await loadCountersAndIndex(db, folded.totals, progress, spill));
+    const rows = shadowRows.rows + (await loadCountersAndIndex(db, folded.totals, progress, spill, fence));
     return { rows, groups: folded.groups, spills: spill?.spills ?? 0 };
   } finally {
     await spill?.drop();

@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { type Kysely, sql } from 'kysely';
+import { sql } from 'kysely';
 import { ENGAGEMENT_SELECT, FACTS_SELECT } from '../../projections/kit/sql.js';
 import type { Projection, TableSpec } from '../../projections/kit/types.js';
 import { WORK_MEM_PATTERN } from '../config.js';
 import { LOG_COLUMNS } from '../log/columns.js';
 import { FOLDED_EMAIL_SQL } from './read-groups.js';
 import type { Db } from '../db/connect.js';
-import type { Database } from '../db/schema.js';
 import { holdLeases, REPLAY_LEASE_MS } from '../log/leases.js';
+import type { Fence } from './fence.js';
 import { keyStatements, runTasks, type Task } from './finish-shadows.js';
 import type { ReplayProgress } from './replay.js';
 import { stopPoint } from './stop-point.js';
@@ -194,15 +194,6 @@ function insertStatement(spec: TableSpec, select: string, head: bigint, relation
 
 /** Runs statements in one transaction; returns the last one's row count. */
 type Exec = (...statements: string[]) => Promise<number>;
-
-/**
- * Called at the end of each of the build's transactions, before it commits: throws (so it
- * rolls back) unless the rebuild still holds its leases, and keeps them locked until the
- * commit. A rebuild that stood still past its leases while another took them over then never
- * writes into the shadow tables that one made (checking before a step would leave the gap
- * between the check and the write).
- */
-export type Fence = (trx: Kysely<Database>) => Promise<void>;
 
 /**
  * Statements run with `work_mem` raised; none starts once `signal` is aborted (see `stopPoint`),

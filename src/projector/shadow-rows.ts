@@ -1,6 +1,7 @@
 import type { TableSpec, Value } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
 import { CopyShadowRows } from './copy-shadow-rows.js';
+import type { Fence } from './fence.js';
 import { insertRows } from './write-delta.js';
 
 /**
@@ -19,9 +20,13 @@ export interface ShadowRows {
   close(): Promise<void>;
 }
 
-/** COPY on Postgres; multi-row inserts on PGlite (one session, nothing to overlap with). */
-export function openShadowRows(db: Db, suffix: string): ShadowRows {
-  return db.pool !== null ? new CopyShadowRows(db.pool, suffix) : new InsertedShadowRows(db, suffix);
+/**
+ * COPY on Postgres, its one transaction committed past the `fence` (a replay's: fence.ts);
+ * multi-row inserts on PGlite (one session, nothing to overlap with; one process, by the data
+ * directory's lock, so no other replay to fence off).
+ */
+export function openShadowRows(db: Db, suffix: string, fence?: Fence): ShadowRows {
+  return db.pool !== null ? new CopyShadowRows(db.pool, suffix, fence) : new InsertedShadowRows(db, suffix);
 }
 
 class InsertedShadowRows implements ShadowRows {

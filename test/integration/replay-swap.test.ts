@@ -176,13 +176,13 @@ describe('the replay swap beside a long reader of a live table (Postgres)', () =
     expect(await verifyAgainstReplay(db)).toEqual(NO_DIFFERENCES);
   }, 120_000);
 
-  it('commits no build step that ends after another replay took its leases over', async () => {
+  it.each(['sql', 'fold'] as const)('commits no build step that ends after another replay took its leases over (%s)', async (engine) => {
     const geo = PROJECTIONS.filter((p) => p.name === 'geo');
     // The log held still, so the replay waits in its first read, its lease taken.
     const log = await client();
     await log.query('BEGIN');
     await log.query('LOCK TABLE events IN ACCESS EXCLUSIVE MODE');
-    const replaying = replay(db, geo, { readBatch: 1000, catchUpBatch: 100 });
+    const replaying = replay(db, geo, { readBatch: 1000, catchUpBatch: 100, engine });
     replaying.catch(() => {});
     const lease = await client();
     let outcome: unknown;
