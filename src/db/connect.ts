@@ -251,11 +251,11 @@ function openDataDir(dataDir: string): () => void {
  * (DATA_DIR pointed at the wrong place), or one damaged. PGlite would create a database over it,
  * mingling its files and, for a damaged one, starting afresh as if its data had never been.
  * Only an empty (or new) directory gets a new database. Dot files (`.gitkeep`) and the lock's
- * own pid file do not count.
+ * own files (`mailtally.pid`, and one a start killed while taking a stale lock over left) do not count.
  */
 function refuseForeignDataDir(dataDir: string): void {
   if (existsSync(join(dataDir, 'PG_VERSION'))) return;
-  const files = readdirSync(dataDir).filter((name) => name !== DATA_DIR_PID_FILE && !name.startsWith('.'));
+  const files = readdirSync(dataDir).filter((name) => !name.startsWith(DATA_DIR_PID_FILE) && !name.startsWith('.'));
   if (files.length === 0) return;
   const shown = files.slice(0, 3).join(', ') + (files.length > 3 ? ', …' : '');
   throw new Error(

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { linkSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The lock's pid file, in the data directory beside the database's own files. */
@@ -42,87 +42,87 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** How long a start waits for another's takeover of a stale lock (a few milliseconds' work) before giving up. */
-const TAKEOVER_WAIT_MS = 2_000;
+/** How long a start keeps trying while other starts take the lock over (a few milliseconds' work). */
+const LOCK_TRIES_MS = 2_000;
+/** How long an empty pid file counts as one being written (its pid follows its creation at once) before it counts as stale. */
+const EMPTY_GRACE_MS = 500;
 
 /**
- * Locks `dataDir` for this process; returns the release. The pid file appears whole and at once
- * (written aside, then hard-linked into place: `link` fails if the name exists), so no start ever
- * reads a half-written one. A file whose process is gone (killed, crashed) is taken over under a
- * second lock file made the same way, so of two starts that find it stale at the same moment one
- * replaces it (an atomic rename) and the other then finds it held.
+ * Locks `dataDir` for this process; returns the release. The pid file is created exclusively
+ * (`wx`), so of two starts one makes it; one found empty is being written and is read again.
+ * A file whose process is gone (killed, crashed) is taken over by moving it aside (a rename,
+ * which one start only can do to it) and making a new one, again exclusively: when two starts
+ * find it stale at once, one moves it and makes its own, and the other, should its rename move
+ * that new file instead, sees it is not the one it judged stale and puts it back, then finds the
+ * directory held. Files the lock leaves behind all start with `mailtally.pid` (connect.ts
+ * ignores them).
  */
 export function acquireDataDirLock(dataDir: string): () => void {
   const path = join(dataDir, DATA_DIR_PID_FILE);
-  const mine = writeAside(path);
-  try {
-    const deadline = Date.now() + TAKEOVER_WAIT_MS;
-    for (;;) {
-      if (tryLink(mine, path)) break;
-      const holder = pidIn(path);
-      if (typeof holder === 'number' && holder !== process.pid && isAlive(holder)) throw new DataDirInUseError(dataDir, holder);
-      // Stale (its process gone, or no pid in it), or let go of meanwhile (undefined: link again).
-      if (holder !== undefined && takeOver(mine, path, holder)) break;
-      if (Date.now() > deadline) throw new Error(`Could not lock ${dataDir}: another process kept taking over ${path}`);
-      if (holder !== undefined) sleepSync(5);
+  const mine = String(process.pid);
+  const deadline = Date.now() + LOCK_TRIES_MS;
+  let emptySince: number | null = null;
+  for (;;) {
+    if (tryCreate(path, mine)) break;
+    if (Date.now() > deadline) throw new Error(`Could not lock ${dataDir}: other processes kept taking ${path} over`);
+    const text = readIfThere(path);
+    if (text === undefined) continue; // let go of meanwhile: create again
+    if (text === '') {
+      emptySince ??= Date.now();
+      if (Date.now() - emptySince < EMPTY_GRACE_MS) {
+        sleepSync(5);
+        continue;
+      }
     }
-  } finally {
-    rmSync(mine, { force: true });
+    const holder = Number.parseInt(text, 10);
+    if (Number.isInteger(holder) && holder > 0 && holder !== process.pid && isAlive(holder)) throw new DataDirInUseError(dataDir, holder);
+    moveAsideIfStill(path, text);
   }
   return () => {
-    if (pidIn(path) === process.pid) rmSync(path, { force: true });
+    if (readIfThere(path) === mine) rmSync(path, { force: true });
   };
 }
 
-/** Replaces the stale pid file (holding `stale`: a pid, or null for unreadable text), if this start gets the takeover lock first. */
-function takeOver(mine: string, path: string, stale: number | null): boolean {
-  const takeover = `${path}.takeover`;
-  if (!tryLink(mine, takeover)) {
-    // Another start is taking over (a few milliseconds), or died doing so: its lock goes then.
-    const other = pidIn(takeover);
-    if (other !== undefined && (other === null || !isAlive(other))) rmSync(takeover, { force: true });
-    return false;
-  }
+/** Moves the pid file aside if it still holds `stale`; one made meanwhile by another start is put back. */
+function moveAsideIfStill(path: string, stale: string): void {
+  const aside = `${path}.stale-${process.pid}-${randomBytes(4).toString('hex')}`;
   try {
-    // Still the file judged stale (no other start can replace it while this holds the takeover
-    // lock, nor link a new one while it is there), so replacing it takes nobody's lock.
-    if (pidIn(path) !== stale) return false;
-    renameSync(mine, path);
-    return true;
-  } finally {
-    rmSync(takeover, { force: true });
+    renameSync(path, aside);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return; // moved by another start
+    throw err;
   }
+  const moved = readIfThere(aside) ?? stale;
+  // Another start's new lock, made since this one read the stale file: back in its place.
+  if (moved !== stale) tryCreate(path, moved);
+  rmSync(aside, { force: true });
 }
 
-/** This process's pid in a file of its own beside `path`, to be linked into place. */
-function writeAside(path: string): string {
-  const aside = `${path}.${process.pid}.${randomBytes(4).toString('hex')}`;
-  writeFileSync(aside, String(process.pid), { flag: 'wx' });
-  return aside;
-}
-
-/** Gives `from` the name `to` unless `to` exists. */
-function tryLink(from: string, to: string): boolean {
+/** Creates `path` holding `text` unless it exists. */
+function tryCreate(path: string, text: string): boolean {
+  let fd: number;
   try {
-    linkSync(from, to);
-    return true;
+    fd = openSync(path, 'wx');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
     throw err;
   }
+  try {
+    writeSync(fd, text);
+  } finally {
+    closeSync(fd);
+  }
+  return true;
 }
 
-/** The pid a lock file names: undefined if there is no such file, null if its text is no pid. */
-function pidIn(path: string): number | null | undefined {
-  let text: string;
+/** The file's text, or undefined if there is no such file. */
+function readIfThere(path: string): string | undefined {
   try {
-    text = readFileSync(path, 'utf8');
+    return readFileSync(path, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw err;
   }
-  const pid = Number.parseInt(text, 10);
-  return Number.isInteger(pid) && pid > 0 ? pid : null;
 }
 
 function sleepSync(ms: number): void {

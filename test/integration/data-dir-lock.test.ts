@@ -1,10 +1,11 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DATA_DIR_PID_FILE } from '../../src/db/data-dir-lock.js';
+import { connectDb } from '../../src/db/connect.js';
+import { acquireDataDirLock, DATA_DIR_PID_FILE, DataDirInUseError } from '../../src/db/data-dir-lock.js';
 
 /**
  * The embedded database's directory lock, taken by processes starting at the same moment (a
@@ -66,5 +67,33 @@ describe('the data directory lock', () => {
       expect(pair.filter((o) => o === 'OK'), pair.join(' | ')).toHaveLength(1);
       expect(pair.find((o) => o !== 'OK')).toMatch(/^REFUSED The embedded database in .* is in use by process \d+/);
     }
+  }, 60_000);
+
+  it('takes over a pid file left empty (its process killed before it wrote its pid) or naming this very process (a pid reused)', () => {
+    for (const left of ['', String(process.pid)]) {
+      const dir = mkdtempSync(join(work, 'left-'));
+      writeFileSync(join(dir, DATA_DIR_PID_FILE), left);
+      const release = acquireDataDirLock(dir);
+      expect(readFileSync(join(dir, DATA_DIR_PID_FILE), 'utf8')).toBe(String(process.pid));
+      release();
+      expect(readdirSync(dir)).toEqual([]);
+    }
+  });
+
+  it('refuses while the pid file names a live process, and leaves the file alone', () => {
+    const dir = mkdtempSync(join(work, 'held-'));
+    writeFileSync(join(dir, DATA_DIR_PID_FILE), String(process.ppid));
+    expect(() => acquireDataDirLock(dir)).toThrow(DataDirInUseError);
+    expect(readFileSync(join(dir, DATA_DIR_PID_FILE), 'utf8')).toBe(String(process.ppid));
+  });
+
+  it('opens a new embedded database beside a file a start killed mid-takeover left', async () => {
+    const dir = mkdtempSync(join(work, 'aside-'));
+    writeFileSync(join(dir, `${DATA_DIR_PID_FILE}.stale-4242-deadbeef`), '4242');
+    const db = await connectDb({ kind: 'pglite', dataDir: dir });
+    await db.close();
+    // PGlite may still flush its in-memory file system for a moment after close().
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(existsSync(join(dir, 'PG_VERSION'))).toBe(true);
   }, 60_000);
 });
