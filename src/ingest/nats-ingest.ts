@@ -262,7 +262,7 @@ export class NatsIngest {
     try {
       const subject = this.#subjects.parse(m.subject);
       if (!subject.ok) batch.reject(m, subject.reason, null);
-      else if (this.tenants.knows(subject.apiKeyId)) batch.decode(m, subject.apiKeyId, subject.event);
+      else if (this.tenants.knowsNow(subject.apiKeyId)) batch.decode(m, subject.apiKeyId, subject.event);
       else batch.defer(m, subject.apiKeyId, subject.event);
     } catch (err) {
       this.log.error({ err: describeError(err) }, 'could not take a NATS message; it will be redelivered');

@@ -5,9 +5,10 @@ import type { Database } from '../db/schema.js';
  * Which APIKeyIDs exist, for NATS ingest and `import` (subjects and lines name the tenant; events
  * for a tenant that does not exist are dead-lettered). Known ids are cached; a batch naming an
  * unknown id reloads the list first (one small query), so a key created a moment ago is never
- * mistaken for none. A list older than `maxAgeMs` knows no id, so the first batch after that
- * reloads it too, and a key whose row was deleted is no tenant any more within a minute, as its
- * cached credential checks end (src/keys/).
+ * mistaken for none; and so does the first batch after `maxAgeMs` (NATS ingest, which runs for
+ * good, asks `knowsNow`, false past that age), so a key whose row was deleted is no tenant any
+ * more within a minute, as its cached credential checks end (src/keys/). `import` loads the list
+ * per batch and asks `knows`, so a batch is never judged by a list that aged while it was read.
  */
 export class TenantDirectory {
   #known = new Set<string>();
@@ -29,8 +30,13 @@ export class TenantDirectory {
     }
   }
 
-  /** Whether `apiKeyId` is a tenant, by a list at most `maxAgeMs` old: an older one knows none, so its caller reloads it (`ensureLoaded`) first. */
+  /** Whether `apiKeyId` is a tenant, by the list last loaded (`ensureLoaded` first). */
   knows(apiKeyId: string): boolean {
+    return this.#known.has(apiKeyId);
+  }
+
+  /** Whether `apiKeyId` is a tenant by a list at most `maxAgeMs` old (false with an older one: reload it first). */
+  knowsNow(apiKeyId: string): boolean {
     return Date.now() - this.#loadedAt < this.maxAgeMs && this.#known.has(apiKeyId);
   }
 }

@@ -40,4 +40,13 @@ describe('TenantDirectory', () => {
     await aging.ensureLoaded([key.APIKeyID]);
     expect(aging.knows(key.APIKeyID)).toBe(false);
   });
+
+  it('answers `knows` by the list it loaded however old (an import batch is judged by its own load), `knowsNow` only by a list within its age', async () => {
+    const key = await createApiKey(db.kysely);
+    const aging = new TenantDirectory(db.kysely, 200);
+    await aging.ensureLoaded([key.APIKeyID]);
+    expect([aging.knows(key.APIKeyID), aging.knowsNow(key.APIKeyID)]).toEqual([true, true]);
+    await new Promise((r) => setTimeout(r, 250));
+    expect([aging.knows(key.APIKeyID), aging.knowsNow(key.APIKeyID)]).toEqual([true, false]);
+  });
 });
