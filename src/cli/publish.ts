@@ -155,8 +155,12 @@ function fetchCause(err: unknown): string {
   const cause = err instanceof Error && err.cause !== undefined ? err.cause : err;
   if (!(cause instanceof Error)) return String(cause);
   const code = (cause as NodeJS.ErrnoException).code;
-  return cause.message !== '' ? cause.message : (code ?? cause.name);
+  const said = cause.message !== '' ? cause.message : (code ?? cause.name);
+  return code !== undefined && UNTRUSTED_CERTIFICATE.has(code) ? `${said}: the server's certificate is not one Node trusts; name it (or its CA) in NODE_EXTRA_CA_CERTS=<file.pem>` : said;
 }
+
+/** TLS errors of a certificate the client does not trust (a self-signed one, say). */
+const UNTRUSTED_CERTIFICATE = new Set(['DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY']);
 
 /** Tries of one request that answers 503 (about 30 s in all) before publish gives up. */
 const HTTP_ATTEMPTS = 6;
@@ -164,7 +168,7 @@ const HTTP_ATTEMPTS = 6;
 async function publishToHttp(config: Config, path: string, urlFlag: string | undefined, ctrlC: CtrlC): Promise<PublishSummary> {
   const { apiKey, secretKey } = config.client;
   if (apiKey === null || secretKey === null) {
-    throw new Error('Without NATS_URL, publish posts to the HTTP ingest: set MAILTALLY_API_KEY and MAILTALLY_SECRET_KEY (from `mailtally keys create`)');
+    throw new Error('Without NATS_URL, publish posts to the HTTP ingest: set MAILTALLY_API_KEY and MAILTALLY_SECRET_KEY (the key the embedded service printed at its first start, or one from `mailtally keys create`)');
   }
   const scheme = config.http.tls !== null ? 'https' : 'http';
   const base = urlFlag ?? `${scheme}://${config.http.host.includes(':') ? `[${config.http.host}]` : config.http.host}:${config.http.port}`;

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client as Mailjet } from 'node-mailjet';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,6 +9,7 @@ import { loadConfig } from '../../src/config.js';
 import { type Service, startService } from '../../src/main.js';
 import { replay } from '../../src/projector/replay.js';
 import { type TestEnv, createTestEnv, quietLogger } from '../support/harness.js';
+import { runCli } from '../support/processes.js';
 import { append } from '../support/projections.js';
 
 /**
@@ -97,6 +101,24 @@ describe('node-mailjet over HTTPS', () => {
     const wrong = Mailjet.apiConnect(t.key.ApiKey, 'not-the-secret', { config: { host: `127.0.0.1:${port}` } });
     await expect(wrong.get('statcounters').request({}, { CounterSource: 'APIKey', CounterTiming: 'Message', CounterResolution: 'Lifetime' })).rejects.toMatchObject({ statusCode: 401 });
     await expect(client.get('nosuchresource').request()).rejects.toMatchObject({ statusCode: 404 });
+  });
+});
+
+describe('mailtally publish against the HTTPS service', () => {
+  it('says how to trust a certificate Node does not (the test one is self-signed)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mailtally-publish-tls-'));
+    try {
+      const file = join(dir, 'events.jsonl');
+      writeFileSync(file, `${JSON.stringify({ event: 'sent', time: T0, MessageID: '77', email: 'c@gmail.com' })}\n`);
+      const { NATS_URL: _nats, ...env } = t.env;
+      const r = await runCli(['publish', file, '--url', service.url as string], {
+        env: { ...env, NODE_TLS_REJECT_UNAUTHORIZED: '1', MAILTALLY_API_KEY: t.key.ApiKey, MAILTALLY_SECRET_KEY: t.key.SecretKey },
+      });
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/cannot reach the HTTP ingest at https:.* \(--url\): .*certificate.*: the server's certificate is not one Node trusts; name it \(or its CA\) in NODE_EXTRA_CA_CERTS=<file\.pem>/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
