@@ -75,7 +75,8 @@ Exit codes: 0 done; 1 failed (NATS or the server not reachable, the credentials 
 HTTP a failure after requests went through prints the summary too, StoppedAtLine the first
 line not sent);
 2 the command line is wrong (a missing file, --url with NATS_URL set, a file whose first
-event carries no APIKeyID without --api-key-id over NATS); 3 lines skipped (each listed with
+event carries no APIKeyID without --api-key-id over NATS, an --api-key-id naming no key when
+DATABASE_URL is set); 3 lines skipped (each listed with
 its reason in the summary); 130 stopped by Ctrl-C (the summary counts what was sent; a rerun
 stores the rest, each event once).`,
 

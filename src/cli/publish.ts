@@ -2,16 +2,19 @@ import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import type { Config } from '../config.js';
+import { connectDb } from '../db/connect.js';
 import { MAX_EVENT_BYTES, payloadTextProblem } from '../events/decode.js';
 import { deriveEventId } from '../events/event-id.js';
 import { parseExactJson, stringifyExactJson } from '../events/exact-json.js';
 import { MAX_BODY_BYTES, MAX_EVENTS_PER_REQUEST } from '../ingest/http-ingest.js';
 import { connectNats } from '../ingest/nats-connect.js';
 import { ensureStream } from '../ingest/nats-stream.js';
+import { TenantDirectory } from '../ingest/tenants.js';
 import { type JsonLine, lineTenant, openJsonLines } from './jsonl.js';
 import { isApiKeyId } from '../events/schema.js';
 import { CtrlC } from './interrupt.js';
 import { startProgress } from './progress.js';
+import { UsageError } from './usage-error.js';
 
 interface PublishSummary {
   Published: number;
@@ -39,6 +42,7 @@ class PublishStopped extends Error {
  */
 export async function runPublish(config: Config, path: string, opts: { apiKeyId: string | undefined; url: string | undefined }): Promise<number> {
   if (opts.apiKeyId !== undefined && !isApiKeyId(opts.apiKeyId)) throw new Error('--api-key-id must be a positive 64-bit integer');
+  if (config.nats !== null && opts.apiKeyId !== undefined) await refuseUnknownTenant(config, opts.apiKeyId);
   // Over NATS a rerun publishes every event again (the stream's dedupe window is 100 ms); the log stores each once.
   const ctrlC = config.nats !== null ? new CtrlC('publish', 'the log stores each event once; over NATS the rerun counts every event as Published again') : new CtrlC('publish');
   try {
@@ -52,6 +56,23 @@ export async function runPublish(config: Config, path: string, opts: { apiKeyId:
     throw new Error(`${err.message}; lines before ${err.summary.StoppedAtLine} were sent (the summary above counts them): run it again once the server answers, what is stored already counting as Duplicates`, { cause: err });
   } finally {
     ctrlC.dispose();
+  }
+}
+
+/**
+ * Over NATS, events of an APIKeyID that names no key are each dead-lettered by ingest: with
+ * DATABASE_URL set, an --api-key-id naming none is refused before anything is sent, as `import`
+ * refuses it. (The embedded database belongs to the service that holds it: not looked at.)
+ */
+async function refuseUnknownTenant(config: Config, apiKeyId: string): Promise<void> {
+  if (config.database.kind !== 'postgres') return;
+  const db = await connectDb(config.database, { application: 'mailtally:publish' });
+  try {
+    const tenants = new TenantDirectory(db.kysely);
+    await tenants.ensureLoaded([apiKeyId]);
+    if (!tenants.knows(apiKeyId)) throw new UsageError(`--api-key-id ${apiKeyId}: no API key has this APIKeyID (\`keys list\` shows them, \`keys create\` makes one); ingest would dead-letter every event`);
+  } finally {
+    await db.close();
   }
 }
 

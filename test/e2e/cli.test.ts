@@ -306,9 +306,17 @@ describe('publish', () => {
     }
     const path = join(dir, 'overlap.jsonl');
     writeFileSync(path, `${line(event(1))}\n`);
-    const overlap = await runCli(['publish', path, '--api-key-id', '1'], { env: { ...t.env, NATS_STREAM: `${stream}_OTHER` }, timeoutMs: 20_000 });
+    const overlap = await runCli(['publish', path, '--api-key-id', t.key.APIKeyID], { env: { ...t.env, NATS_STREAM: `${stream}_OTHER` }, timeoutMs: 20_000 });
     expect(overlap.code, overlap.stderr).toBe(1);
     expect(overlap.stderr).toMatch(new RegExp(`Could not create the NATS stream ${stream}_OTHER \\(NATS_STREAM\\) for subjects ${prefix.replace(/\./g, '\\.')}\\.> \\(NATS_SUBJECT_PREFIX\\): .*overlap`));
+  });
+
+  it('with NATS_URL and DATABASE_URL: an --api-key-id naming no key exits 2 before sending anything', async () => {
+    const path = join(dir, 'nobody.jsonl');
+    writeFileSync(path, `${line(event(1))}\n`);
+    const r = await runCli(['publish', path, '--api-key-id', '987654321'], { env: t.env });
+    expect({ code: r.code, out: r.stdout }).toEqual({ code: 2, out: '' });
+    expect(r.stderr).toMatch(/^--api-key-id 987654321: no API key has this APIKeyID/);
   });
 
   it('without NATS_URL, to an address where nothing listens: exits 1 naming the URL, where it came from and the cause', async () => {
