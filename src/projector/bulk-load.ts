@@ -5,7 +5,7 @@ import type { TableSpec, Value } from '../../projections/kit/types.js';
 import type { Db } from '../db/connect.js';
 import type { CounterEntry } from './contribution.js';
 import { CopyText } from './copy-text.js';
-import type { Fence } from './fence.js';
+import { type Fence, inFencedTransaction } from './fence.js';
 import { allColumns } from './tables.js';
 import { insertRows } from './write-delta.js';
 
@@ -75,21 +75,13 @@ export async function copyCounterEntries(
     text.flush();
     yield* chunks;
   }
-  const client = await pool.connect();
-  try {
-    const names = allColumns(spec).map((c) => c.name).join(', ');
+  const names = allColumns(spec).map((c) => c.name).join(', ');
+  await inFencedTransaction(pool, fence, async (client) => {
     // Emptied (it is empty already) in the transaction that fills it, so COPY may write its rows frozen.
-    await client.query(fresh ? `BEGIN; TRUNCATE ${table}` : 'BEGIN');
+    if (fresh) await client.query(`TRUNCATE ${table}`);
     if (setup !== undefined) await client.query(setup);
     await pipeline(copyChunks(), client.query(copyFrom(`COPY ${table} (${names}) FROM STDIN${fresh ? ' WITH (FREEZE)' : ''}`)) as unknown as NodeJS.WritableStream);
-    await fence?.(client);
-    await client.query('COMMIT');
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw err;
-  } finally {
-    client.release();
-  }
+  });
   return text.rows;
 }
 

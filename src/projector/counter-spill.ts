@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { TableSpec } from '../../projections/kit/types.js';
 import { copyCounterEntries, type CounterSpec } from './bulk-load.js';
 import type { Contribution, CounterEntry } from './contribution.js';
-import type { Fence } from './fence.js';
+import { type Fence, inFencedTransaction } from './fence.js';
 import { allColumns, createTableStatements, sumByKeySql } from './tables.js';
 
 export const SPILL = '__spill';
@@ -72,20 +72,11 @@ export class CounterSpill {
     await this.#append(spec, rest);
     const spill = spec.name + SPILL;
     const names = allColumns(spec).map((c) => c.name).join(', ');
-    const client = await this.pool.connect();
-    let rows: number;
-    try {
-      await client.query('BEGIN');
-      rows = (await client.query(`INSERT INTO ${table} (${names}) ${sumByKeySql(spec, spill)}`)).rowCount ?? 0;
+    const rows = await inFencedTransaction(this.pool, this.fence, async (client) => {
+      const n = (await client.query(`INSERT INTO ${table} (${names}) ${sumByKeySql(spec, spill)}`)).rowCount ?? 0;
       await client.query(`DROP TABLE ${spill}`);
-      await this.fence?.(client);
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => {});
-      throw err;
-    } finally {
-      client.release();
-    }
+      return n;
+    });
     this.#spilled.delete(spec.name);
     return rows;
   }

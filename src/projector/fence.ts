@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import type pg from 'pg';
 import type { Database } from '../db/schema.js';
 import type { Queryable } from '../log/leases.js';
 
@@ -10,3 +11,20 @@ import type { Queryable } from '../log/leases.js';
  * that one made (a check before each step would leave the gap between the check and the write).
  */
 export type Fence = (on: Kysely<Database> | Queryable) => Promise<void>;
+
+/** `run` on a pooled connection within a transaction, committed past the `fence` (if any); rolled back if either throws. */
+export async function inFencedTransaction<T>(pool: pg.Pool, fence: Fence | undefined, run: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await run(client);
+    await fence?.(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+}
