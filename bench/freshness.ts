@@ -4,7 +4,7 @@ import { median, RESULTS_DIR, sourceVersion } from './ingest/report.js';
 import { Cleanup } from './support/cleanup.js';
 import { formatProfileSummary, type ProfileSummary, summarizeCpuProfile } from './support/cpu-profile.js';
 import type { BenchOptions } from './support/options.js';
-import { freshnessFigures } from './freshness/figures.js';
+import { anyProbeVisible, freshnessFigures } from './freshness/figures.js';
 import { oneRun, WARMUP_MAX_S, WARMUP_S } from './freshness/one-run.js';
 import { startResult } from './support/result.js';
 
@@ -106,14 +106,14 @@ type Run = Awaited<ReturnType<typeof oneRun>>;
 
 /** A run's visibility figures; a run in which no probe became visible has none (not 0 ms). */
 function visibleText(r: Run): string {
-  if (r.unseen === r.probes) return `no probe visible before the run ended (${r.probes} published)`;
+  if (!anyProbeVisible(r)) return `no probe visible before the run ended (${r.probes} published)`;
   const unseen = r.unseen > 0 ? `, ${r.unseen} of ${r.probes} probes not visible by the end: percentiles of the visible ones` : '';
   return `visible p50 ${r.visible.p50} ms p99 ${r.visible.p99} ms max ${r.visible.max}${unseen}`;
 }
 
 /** The median over the runs in which some probe became visible ('none visible' if in none). */
 function seenMedian(runs: readonly Run[], pick: (r: Run) => number): number | string {
-  const seen = runs.filter((r) => r.unseen < r.probes);
+  const seen = runs.filter(anyProbeVisible);
   return seen.length > 0 ? median(seen.map(pick)) : 'none visible';
 }
 

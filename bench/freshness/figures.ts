@@ -15,6 +15,9 @@ interface FreshnessRun {
   natsAck: Percentiles;
 }
 
+/** Whether some probe of a run became visible before it ended (else its percentiles are no figure). */
+export const anyProbeVisible = (run: { probes: number; unseen: number }): boolean => run.unseen < run.probes;
+
 /**
  * Per rate, publish → visible p50 and p99 beside the NATS publish → ack baseline. A run in which
  * no probe became visible before it ended has no figure (NaN, stored as null), not 0. The note
@@ -22,7 +25,7 @@ interface FreshnessRun {
  */
 export function freshnessFigures(results: readonly { rate: number; achievedRate: number; perRun: readonly FreshnessRun[] }[]): FigureInput[] {
   return results.flatMap((r) => {
-    const seen = (x: FreshnessRun, ms: number) => (x.unseen < x.probes ? ms : NaN);
+    const seen = (x: FreshnessRun, ms: number) => (anyProbeVisible(x) ? ms : NaN);
     const unseen = r.perRun.filter((x) => x.unseen > 0).map((x) => `${x.unseen}/${x.probes}`);
     const warmup = r.perRun.map((x) => `${x.warmupVisible.p99} ms`).join(' · ');
     const lengths = r.perRun.map((x) => (x.warmup === undefined ? '?' : `${x.warmup.seconds} s${x.warmup.caughtUp ? '' : ' (backlog not cleared)'}`)).join(' · ');

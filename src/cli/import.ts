@@ -7,11 +7,10 @@ import { parseExactJson } from '../events/exact-json.js';
 import { writeBatch } from '../ingest/batch-writer.js';
 import { contentKey } from '../log/dead-letters.js';
 import { TenantDirectory } from '../ingest/tenants.js';
-import { type JsonLine, type LineTenant, lineTenant, openJsonLines } from './jsonl.js';
+import { type JsonLine, type LineTenant, lineTenant, openJsonLines, refuseUnknownApiKeyId } from './jsonl.js';
 import { isApiKeyId } from '../events/schema.js';
 import { CtrlC } from './interrupt.js';
 import { startProgress } from './progress.js';
-import { UsageError } from './usage-error.js';
 
 export interface ImportSummary {
   Imported: number;
@@ -30,11 +29,7 @@ export async function runImport(config: Config, path: string, opts: { apiKeyId: 
   try {
     await migrateToLatest(db.kysely);
     // Every line without an APIKeyID of its own would be dead-lettered as of an unknown tenant.
-    if (opts.apiKeyId !== undefined) {
-      const tenants = new TenantDirectory(db.kysely);
-      await tenants.ensureLoaded([opts.apiKeyId]);
-      if (!tenants.knows(opts.apiKeyId)) throw new UsageError(`--api-key-id ${opts.apiKeyId}: no API key has this APIKeyID (\`keys list\` shows them, \`keys create\` makes one)`);
-    }
+    if (opts.apiKeyId !== undefined) await refuseUnknownApiKeyId(db.kysely, opts.apiKeyId);
     const summary = await importFile(db, path, { ...opts, batchBytes: config.ingest.batchBytes, pipeline: db.kind === 'postgres' ? 2 : 1, ctrlC });
     console.log(JSON.stringify(summary));
     return ctrlC.finish() ?? (summary.Rejected > 0 ? 3 : 0);

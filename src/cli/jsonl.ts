@@ -1,6 +1,10 @@
 import { createReadStream, statSync } from 'node:fs';
+import type { Kysely } from 'kysely';
+import type { Database } from '../db/schema.js';
 import { MAX_EVENT_BYTES } from '../events/decode.js';
 import { isApiKeyId } from '../events/schema.js';
+import { TenantDirectory } from '../ingest/tenants.js';
+import { UsageError } from './usage-error.js';
 
 export interface JsonLine {
   lineNo: number;
@@ -124,4 +128,11 @@ export async function firstLineWithoutTenant(path: string): Promise<number | nul
     return value !== null && typeof value === 'object' && !Array.isArray(value) && !Object.hasOwn(value, 'APIKeyID') ? line.lineNo : null;
   }
   return null;
+}
+
+/** An `--api-key-id` naming no key is a usage error (exit 2): every event of its lines would be dead-lettered. */
+export async function refuseUnknownApiKeyId(db: Kysely<Database>, apiKeyId: string, consequence = ''): Promise<void> {
+  const tenants = new TenantDirectory(db);
+  await tenants.ensureLoaded([apiKeyId]);
+  if (!tenants.knows(apiKeyId)) throw new UsageError(`--api-key-id ${apiKeyId}: no API key has this APIKeyID (\`keys list\` shows them, \`keys create\` makes one)${consequence}`);
 }

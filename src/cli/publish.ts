@@ -9,12 +9,10 @@ import { parseExactJson, stringifyExactJson } from '../events/exact-json.js';
 import { MAX_BODY_BYTES, MAX_EVENTS_PER_REQUEST } from '../ingest/http-ingest.js';
 import { connectNats } from '../ingest/nats-connect.js';
 import { ensureStream } from '../ingest/nats-stream.js';
-import { TenantDirectory } from '../ingest/tenants.js';
-import { type JsonLine, lineTenant, openJsonLines } from './jsonl.js';
+import { type JsonLine, lineTenant, openJsonLines, refuseUnknownApiKeyId } from './jsonl.js';
 import { isApiKeyId } from '../events/schema.js';
 import { CtrlC } from './interrupt.js';
 import { startProgress } from './progress.js';
-import { UsageError } from './usage-error.js';
 
 interface PublishSummary {
   Published: number;
@@ -68,9 +66,7 @@ async function refuseUnknownTenant(config: Config, apiKeyId: string): Promise<vo
   if (config.database.kind !== 'postgres') return;
   const db = await connectDb(config.database, { application: 'mailtally:publish' });
   try {
-    const tenants = new TenantDirectory(db.kysely);
-    await tenants.ensureLoaded([apiKeyId]);
-    if (!tenants.knows(apiKeyId)) throw new UsageError(`--api-key-id ${apiKeyId}: no API key has this APIKeyID (\`keys list\` shows them, \`keys create\` makes one); ingest would dead-letter every event`);
+    await refuseUnknownApiKeyId(db.kysely, apiKeyId, '; ingest would dead-letter every event');
   } finally {
     await db.close();
   }

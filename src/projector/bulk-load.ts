@@ -17,7 +17,7 @@ export type CounterSpec = Extract<TableSpec, { kind: 'counters' }>;
  * PGlite.
  * `onRows` reports progress; returns the rows loaded.
  */
-export async function loadCounters(db: Db, spec: CounterSpec, table: string, entries: Iterable<CounterEntry>, onRows: (n: number) => void, fence?: Fence): Promise<number> {
+export async function loadCounters(db: Db, spec: CounterSpec, table: string, entries: Iterable<CounterEntry>, onRows: (n: number) => void, fence: Fence): Promise<number> {
   if (db.pool === null) {
     const nMax = spec.maxes?.length ?? 0;
     const nMin = spec.mins?.length ?? 0;

@@ -38,8 +38,8 @@ export async function loadCountersAndIndex(
   db: Db,
   totals: readonly Contribution[],
   progress: (p: ReplayProgress) => void,
-  spill: CounterSpill | null = null,
-  fence?: Fence,
+  spill: CounterSpill | null,
+  fence: Fence,
 ): Promise<number> {
   const counters = totals
     .flatMap((c) => c.projection.tables.flatMap((spec) => (spec.kind === 'counters' ? [{ spec, entries: c.counters.get(spec.name) ?? new Map<string, CounterEntry>() }] : [])))
@@ -70,12 +70,10 @@ export async function loadCountersAndIndex(
     if (countersLeft === 0) progress({ phase: 'index', done: indexed, total: totalIndexes, gauge: 'steps' });
   };
   const index = (statements: readonly string[]): Task => async () => {
-    if (fence === undefined) await execAll(db.kysely, statements);
-    else
-      await db.kysely.transaction().execute(async (trx) => {
-        await execAll(trx, statements);
-        await fence(trx);
-      });
+    await db.kysely.transaction().execute(async (trx) => {
+      await execAll(trx, statements);
+      await fence(trx);
+    });
     indexed += 1;
     indexProgress();
     return [];

@@ -7,7 +7,7 @@ import type { Db } from '../db/connect.js';
 import type { Database } from '../db/schema.js';
 import { inTransactionIfLocksCome, LOCK_WAIT_MS } from '../db/lock-timeout.js';
 import { logHead } from '../log/read.js';
-import { holdLeases, type Queryable, REPLAY_LEASE_MS } from '../log/leases.js';
+import { holdLeases, REPLAY_LEASE_MS } from '../log/leases.js';
 import { computeBatch, type Cursor } from './batch.js';
 import { compareWithLive, type TableDifference } from './compare-with-live.js';
 import { CounterSpill, SPILL } from './counter-spill.js';
@@ -111,9 +111,6 @@ export class ReplayOvertaken extends Error {
   }
 }
 
-/** Renews this replay's leases (within `on`, a transaction, until it ends) and says whether they are all still its own. */
-export type ConfirmLeases = (on?: Kysely<Database> | Queryable) => Promise<boolean>;
-
 /**
  * Rebuilds read models from position 0 without disturbing the live tables: every event is read
  * once, grouped by message (and campaign), folded by each projection into
@@ -133,7 +130,11 @@ export async function replay(db: Db, projections: readonly Projection[], options
   const signal = options.signal === undefined ? leases.lost : AbortSignal.any([options.signal, leases.lost]);
   try {
     await dropLeftWorkTables(db, PROJECTIONS.filter((p) => !projections.some((q) => q.name === p.name)), owner);
-    return await rebuild(db, projections, { ...options, signal }, leases.confirm);
+    // Each write of the rebuild commits only while the leases are still its own (fence.ts).
+    const fence: Fence = async (on) => {
+      if (!(await leases.confirm(on))) throw new ReplayOvertaken(projections);
+    };
+    return await rebuild(db, projections, { ...options, signal }, fence);
   } catch (err) {
     // Overtaken: the shadow tables are the other replay's now.
     if (err instanceof ReplayOvertaken || leases.lost.aborted || !(await leases.confirm().catch(() => true))) throw new ReplayOvertaken(projections);
@@ -175,7 +176,7 @@ async function dropLeftWorkTables(db: Db, others: readonly Projection[], owner: 
   }
 }
 
-async function rebuild(db: Db, projections: readonly Projection[], options: ReplayOptions, confirm: ConfirmLeases): Promise<ReplayReport> {
+async function rebuild(db: Db, projections: readonly Projection[], options: ReplayOptions, fence: Fence): Promise<ReplayReport> {
   const progress = options.onProgress ?? (() => {});
   const tables = projections.flatMap((p) => p.tables);
   const head = await logHead(db.kysely);
@@ -184,9 +185,6 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
   let rows = 0;
   let groupCount = 0;
   let spills = 0;
-  const fence: Fence = async (on) => {
-    if (!(await confirm(on))) throw new ReplayOvertaken(projections);
-  };
   if (bySql.length > 0) {
     const built = await buildShadowsBySql(db, bySql, head, progress, options.workMem, options.signal, fence);
     rows += built.rows;
@@ -203,7 +201,7 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
   const events = await countEventsUpTo(db, head);
   const report = { projections: projections.map((p) => p.name), position: head, events, groups: groupCount, rows, spills };
   if (options.mode === 'verify') return { ...report, differences: await compareWithLive(db, tables) };
-  const caughtUp = await catchUp(db, projections, head, options, progress, confirm);
+  const caughtUp = await catchUp(db, projections, head, options, progress, fence);
   await stopPoint(options.signal);
   // Shown while the swap waits for the live tables' locks (a 'wait' phase after each try that times out).
   progress({ phase: 'swap', done: 0, total: 1, gauge: 'steps' });
@@ -211,10 +209,8 @@ async function rebuild(db: Db, projections: readonly Projection[], options: Repl
     lockTimeoutMs: options.swapLockTimeoutMs ?? SWAP_LOCK_TIMEOUT_MS,
     waitMs: options.swapWaitMs ?? SWAP_WAIT_MS,
     signal: options.signal,
-    catchUp: (from) => catchUp(db, projections, from, options, progress, confirm),
-    confirm: async (trx) => {
-      if (!(await confirm(trx))) throw new ReplayOvertaken(projections);
-    },
+    catchUp: (from) => catchUp(db, projections, from, options, progress, fence),
+    confirm: fence,
     catchUpWithin: db.pool === null ? undefined : (trx, from, to) => catchUpWithin(db, trx, projections, from, to, options.catchUpBatch),
     progress,
   });
@@ -274,7 +270,7 @@ async function catchUp(
   from: bigint,
   options: ReplayOptions,
   progress: (p: ReplayProgress) => void,
-  confirm: ConfirmLeases,
+  fence: Fence,
 ): Promise<bigint> {
   let position = from;
   let nearest: bigint | null = null;
@@ -294,11 +290,10 @@ async function catchUp(
     const cursors: Cursor[] = projections.map((projection) => ({ projection, position }));
     const batch = await computeBatch(db, cursors, options.catchUpBatch);
     if (batch === null) return position;
-    // Written and the leases confirmed in one transaction: never into shadow tables another
-    // replay took over (this one stood still past its leases).
+    // Never into shadow tables another replay took over (this one stood still past its leases).
     await db.kysely.transaction().execute(async (trx) => {
       await writeDeltasWithin(trx, [...batch.deltas.values()], SHADOW);
-      if (!(await confirm(trx))) throw new ReplayOvertaken(projections);
+      await fence(trx);
     });
     position = batch.to;
     // The batch may reach past `head` (appended since it was read).

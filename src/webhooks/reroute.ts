@@ -56,8 +56,9 @@ export async function rerouteDeadUrl(db: Kysely<Database>, urlId: bigint): Promi
       if (backup !== undefined) {
         // A Version 1 backup takes Version 1 deliveries as they are; a batch, even of one event,
         // becomes one `msg_<position>` delivery per event, the id Version 1 receivers dedupe by.
-        const split = backup.version === 2 ? [] : rows.filter((r) => isVersion2Batch(r.webhook_id, r.events.length));
-        const whole = split.length === 0 ? rows : rows.filter((r) => !split.includes(r));
+        const split: typeof rows = [];
+        const whole: typeof rows = [];
+        for (const r of rows) (backup.version !== 2 && isVersion2Batch(r.webhook_id, r.events.length) ? split : whole).push(r);
         if (whole.length > 0) {
           await sql`UPDATE webhook_deliveries SET url_id = ${backup.id}, retry = false, attempts = 0, first_failed_at = NULL, claim = NULL, claimed_until = NULL, due_at = now()
             WHERE id = ANY(${whole.map((r) => String(r.id))}::bigint[])`.execute(trx);
